@@ -1,0 +1,1365 @@
+//! Semantic checks: syntax tree -> a resolved [`Model`] (names replaced by indexes) plus
+//! diagnostics.
+//!
+//! Every problem is reported, not just the first: undefined references (with a "did you mean"),
+//! duplicate declarations, malformed matrices, cycles in `roles` and `implies`, a `default mode`
+//! that does not exist, patterns that can never match. Warnings do not stop loading; errors do.
+
+// `Decl::X { .. } => if self.single(..) { .. }` reads better than guards with side effects.
+#![allow(clippy::collapsible_match)]
+
+use std::collections::HashMap;
+
+use crate::diagnostic::Diagnostic;
+use crate::limits;
+use crate::syntax::ast::*;
+
+/// A declared name and where it was declared.
+#[derive(Clone, Debug)]
+pub(crate) struct Sym {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A matrix cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cell {
+    /// The effect is offered for the intent.
+    Allow,
+    /// The effect is offered, and its calls need confirmation.
+    Confirm,
+    /// The effect is not offered for the intent.
+    Deny,
+}
+
+impl Cell {
+    /// The cell's keyword.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cell::Allow => "allow",
+            Cell::Confirm => "confirm",
+            Cell::Deny => "deny",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct KeywordRule {
+    pub intent: usize,
+    pub lang: String,
+    pub text: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct NegationRule {
+    pub direction: Direction,
+    pub window: u32,
+    pub text: String,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct MatrixModel {
+    pub name: Sym,
+    /// `cells[intent][effect]`, with the span of each cell word.
+    pub cells: Vec<Vec<(Cell, Span)>>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ModeModel {
+    pub name: Sym,
+    pub matrix: Option<(usize, Span)>,
+    pub restrict: Option<(Vec<usize>, Span)>,
+    pub confirm: Option<(Vec<usize>, Span)>,
+}
+
+/// The resolved attributes of a tool, pattern or `defaults` block.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AttrModel {
+    pub effect: Option<(usize, Span)>,
+    pub permissions: Option<(Vec<usize>, Span)>,
+    pub roles: Option<(Vec<usize>, Span)>,
+    pub tenant_required: Option<Span>,
+    pub requires: Option<(Vec<String>, Span)>,
+    pub confirm_always: Option<Span>,
+    pub enabled: Option<(bool, Span)>,
+}
+
+impl AttrModel {
+    /// Attributes of `self`, each missing one taken from `defaults`.
+    pub fn or(&self, defaults: &AttrModel) -> AttrModel {
+        AttrModel {
+            effect: self.effect.or(defaults.effect),
+            permissions: self
+                .permissions
+                .clone()
+                .or_else(|| defaults.permissions.clone()),
+            roles: self.roles.clone().or_else(|| defaults.roles.clone()),
+            tenant_required: self.tenant_required.or(defaults.tenant_required),
+            requires: self.requires.clone().or_else(|| defaults.requires.clone()),
+            confirm_always: self.confirm_always.or(defaults.confirm_always),
+            enabled: self.enabled.or(defaults.enabled),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ToolModel {
+    pub name: Sym,
+    pub span: Span,
+    pub attrs: AttrModel,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PatternModel {
+    pub glob: Sym,
+    pub span: Span,
+    pub attrs: AttrModel,
+    /// Number of literal (non-`*`) characters: the precedence key.
+    pub literal_len: usize,
+}
+
+/// A checked policy: every name resolved to an index, every rule with its span.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Model {
+    pub name: Option<Sym>,
+    pub version: Option<u64>,
+    pub effects: Vec<Sym>,
+    pub intents: Vec<Sym>,
+    pub fallback: Option<(usize, Span)>,
+    pub combine: Combine,
+    pub keywords: Vec<KeywordRule>,
+    pub negations: Vec<NegationRule>,
+    pub matrices: Vec<MatrixModel>,
+    pub modes: Vec<ModeModel>,
+    pub default_mode: Option<(usize, Span)>,
+    pub roles: Vec<Sym>,
+    /// `(higher, lower, span)`: the higher role includes the lower one.
+    pub role_edges: Vec<(usize, usize, Span)>,
+    pub permissions: Vec<Sym>,
+    /// `(permission, implied, span)`.
+    pub implies: Vec<(usize, usize, Span)>,
+    pub tiers: Vec<Sym>,
+    pub tiers_span: Option<Span>,
+    pub prefix: Option<Sym>,
+    pub unknown_allow: bool,
+    pub unknown_span: Option<Span>,
+    pub defaults: AttrModel,
+    pub confirm_fields: Vec<Sym>,
+    pub tenant_arg: Option<Sym>,
+    pub limit: Option<(u64, Span)>,
+    pub tools: Vec<ToolModel>,
+    pub patterns: Vec<PatternModel>,
+    pub fold_accents: bool,
+}
+
+/// Checks the parsed files (root first) and resolves them into a [`Model`].
+///
+/// Returns the model and all diagnostics; the model is only meaningful when no diagnostic is an
+/// error.
+pub(crate) fn check(files: &[PolicyFile]) -> (Model, Vec<Diagnostic>) {
+    let mut c = Checker::default();
+    c.run(files);
+    (c.model, c.diagnostics)
+}
+
+#[derive(Default)]
+struct Checker {
+    model: Model,
+    diagnostics: Vec<Diagnostic>,
+    effect_ix: HashMap<String, usize>,
+    intent_ix: HashMap<String, usize>,
+    matrix_ix: HashMap<String, usize>,
+    mode_ix: HashMap<String, usize>,
+    role_ix: HashMap<String, usize>,
+    perm_ix: HashMap<String, usize>,
+    /// Permissions with a `permission` statement of their own, and where.
+    perm_statements: HashMap<String, Span>,
+    /// First span of each single-use declaration keyword.
+    singles: HashMap<&'static str, Span>,
+}
+
+/// Names "close" to `name` among `candidates`, for a did-you-mean help.
+pub(crate) fn suggest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn list_names(syms: &[Sym]) -> String {
+    let names: Vec<String> = syms
+        .iter()
+        .take(12)
+        .map(|s| format!("`{}`", s.name))
+        .collect();
+    let more = if syms.len() > 12 { ", …" } else { "" };
+    format!("{}{more}", names.join(", "))
+}
+
+impl Checker {
+    fn error(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+
+    fn run(&mut self, files: &[PolicyFile]) {
+        // Pass 1: declarations that introduce names, in file order.
+        for (i, file) in files.iter().enumerate() {
+            for decl in &file.decls {
+                self.declare(decl, i == 0);
+            }
+        }
+        self.require_basics(files);
+        // Pass 2: declarations that reference names.
+        for file in files {
+            for decl in &file.decls {
+                self.resolve(decl);
+            }
+        }
+        self.check_cycles();
+        self.check_tools_complete();
+        self.check_patterns();
+        self.check_keywords();
+    }
+
+    /// Reports a second declaration of something that may appear once.
+    fn single(&mut self, what: &'static str, span: Span) -> bool {
+        if let Some(first) = self.singles.get(what).copied() {
+            self.error(
+                Diagnostic::error("duplicate", format!("`{what}` is declared twice"))
+                    .at(span, "second declaration")
+                    .help(format!(
+                        "keep one `{what}` declaration and delete the other"
+                    ))
+                    .related(first, "the first declaration is"),
+            );
+            return false;
+        }
+        self.singles.insert(what, span);
+        true
+    }
+
+    fn declare(&mut self, decl: &Decl, root: bool) {
+        match decl {
+            Decl::Policy {
+                name,
+                version,
+                span,
+            } => {
+                if !root {
+                    self.error(
+                        Diagnostic::error(
+                            "policy-in-include",
+                            "an included file cannot declare `policy`",
+                        )
+                        .at(*span, "")
+                        .help("only the root file names the policy; delete this line"),
+                    );
+                } else if self.single("policy", *span) {
+                    self.model.name = Some(sym(name));
+                    self.model.version = version.as_ref().map(|v| v.value);
+                }
+            }
+            Decl::Effects { names, span } => {
+                if self.single("effects", *span) {
+                    for n in names {
+                        self.declare_unique(n, "effect", |c| &mut c.effect_ix, |m| &mut m.effects);
+                    }
+                    if self.model.effects.len() > limits::MAX_EFFECTS {
+                        self.error(
+                            Diagnostic::error(
+                                "too-many",
+                                format!(
+                                    "{} effects declared; at most {} are supported",
+                                    self.model.effects.len(),
+                                    limits::MAX_EFFECTS
+                                ),
+                            )
+                            .at(*span, "")
+                            .help("merge effects that are gated the same way"),
+                        );
+                    }
+                }
+            }
+            Decl::Intents { names, span } => {
+                if self.single("intents", *span) {
+                    for n in names {
+                        self.declare_unique(n, "intent", |c| &mut c.intent_ix, |m| &mut m.intents);
+                    }
+                    if self.model.intents.len() > limits::MAX_INTENTS {
+                        self.error(
+                            Diagnostic::error(
+                                "too-many",
+                                format!(
+                                    "{} intents declared; at most {} are supported",
+                                    self.model.intents.len(),
+                                    limits::MAX_INTENTS
+                                ),
+                            )
+                            .at(*span, "")
+                            .help("merge intents that gate the same effects"),
+                        );
+                    }
+                }
+            }
+            Decl::Matrix(m) => {
+                if let Some(first) = self.matrix_ix.get(&m.name.text) {
+                    let first_span = self.model.matrices[*first].name.span;
+                    self.duplicate("matrix", &m.name, first_span);
+                } else {
+                    self.matrix_ix
+                        .insert(m.name.text.clone(), self.model.matrices.len());
+                    self.model.matrices.push(MatrixModel {
+                        name: sym(&m.name),
+                        cells: Vec::new(),
+                    });
+                }
+            }
+            Decl::Mode(m) => {
+                if let Some(first) = self.mode_ix.get(&m.name.text) {
+                    let first_span = self.model.modes[*first].name.span;
+                    self.duplicate("mode", &m.name, first_span);
+                } else {
+                    self.mode_ix
+                        .insert(m.name.text.clone(), self.model.modes.len());
+                    self.model.modes.push(ModeModel {
+                        name: sym(&m.name),
+                        matrix: None,
+                        restrict: None,
+                        confirm: None,
+                    });
+                }
+            }
+            Decl::Roles { chains, .. } => {
+                for chain in chains {
+                    for n in chain {
+                        if !self.role_ix.contains_key(&n.text) {
+                            self.role_ix.insert(n.text.clone(), self.model.roles.len());
+                            self.model.roles.push(sym(n));
+                        }
+                    }
+                    for pair in chain.windows(2) {
+                        let (hi, lo) = (self.role_ix[&pair[0].text], self.role_ix[&pair[1].text]);
+                        if hi == lo {
+                            self.error(
+                                Diagnostic::error(
+                                    "cycle",
+                                    format!("role `{}` includes itself", pair[0].text),
+                                )
+                                .at(pair[0].span.to(pair[1].span), "")
+                                .help("a role chain lists each role once: `admin > viewer`"),
+                            );
+                        } else {
+                            self.model
+                                .role_edges
+                                .push((hi, lo, pair[0].span.to(pair[1].span)));
+                        }
+                    }
+                }
+            }
+            Decl::Permission { name, implies, .. } => {
+                if let Some(&first) = self.perm_statements.get(&name.text) {
+                    self.duplicate("permission", name, first);
+                    return;
+                }
+                self.perm_statements.insert(name.text.clone(), name.span);
+                let p = self.permission(name);
+                for target in implies {
+                    let t = self.permission(target);
+                    if p == t {
+                        self.error(
+                            Diagnostic::error(
+                                "cycle",
+                                format!("permission `{}` implies itself", name.text),
+                            )
+                            .at(target.span, "")
+                            .help("remove it from the `implies` list"),
+                        );
+                    } else {
+                        self.model.implies.push((p, t, target.span));
+                    }
+                }
+            }
+            Decl::Tiers { names, span } => {
+                if self.single("tiers", *span) {
+                    self.model.tiers_span = Some(*span);
+                    for n in names {
+                        if let Some(first) = self.model.tiers.iter().find(|t| t.name == n.text) {
+                            let first_span = first.span;
+                            self.duplicate("tier", n, first_span);
+                        } else {
+                            self.model.tiers.push(sym(n));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn permission(&mut self, name: &Name) -> usize {
+        if let Some(&i) = self.perm_ix.get(&name.text) {
+            return i;
+        }
+        let i = self.model.permissions.len();
+        self.perm_ix.insert(name.text.clone(), i);
+        self.model.permissions.push(sym(name));
+        i
+    }
+
+    fn duplicate(&mut self, what: &str, name: &Name, first: Span) {
+        self.error(
+            Diagnostic::error(
+                "duplicate",
+                format!("{what} `{}` is declared twice", name.text),
+            )
+            .at(name.span, "declared again here")
+            .help(format!(
+                "rename one of them or delete the second declaration of `{}`",
+                name.text
+            ))
+            .related(first, "first declared"),
+        );
+    }
+
+    fn declare_unique(
+        &mut self,
+        n: &Name,
+        what: &str,
+        ix: fn(&mut Checker) -> &mut HashMap<String, usize>,
+        list: fn(&mut Model) -> &mut Vec<Sym>,
+    ) {
+        if let Some(&first) = ix(self).get(&n.text) {
+            let first_span = list(&mut self.model)[first].span;
+            self.duplicate(what, n, first_span);
+            return;
+        }
+        let i = list(&mut self.model).len();
+        ix(self).insert(n.text.clone(), i);
+        list(&mut self.model).push(sym(n));
+    }
+
+    fn require_basics(&mut self, files: &[PolicyFile]) {
+        let root_start = Span::new(files.first().map_or(FileId(0), |f| f.file), 0, 0);
+        if self.model.name.is_none() && !self.singles.contains_key("policy") {
+            self.error(
+                Diagnostic::error("missing-policy", "the policy has no `policy` declaration")
+                    .at(root_start, "")
+                    .help("start the file with `policy \"my-policy\" version 1`"),
+            );
+        }
+        if self.model.effects.is_empty() {
+            self.error(
+                Diagnostic::error("missing-effects", "the policy declares no effects")
+                    .at(root_start, "")
+                    .help("declare the side-effect classes tools can have: `effects none, write, delete`"),
+            );
+        }
+        let has_mode = files
+            .iter()
+            .flat_map(|f| &f.decls)
+            .any(|d| matches!(d, Decl::Mode(_)));
+        if !has_mode {
+            self.error(
+                Diagnostic::error("missing-mode", "the policy declares no mode")
+                    .at(root_start, "")
+                    .help("declare at least one execution mode: `mode supervised { matrix standard }`"),
+            );
+        }
+        let has_fallback = files
+            .iter()
+            .flat_map(|f| &f.decls)
+            .any(|d| matches!(d, Decl::Fallback { .. }));
+        if let Some(Decl::Intents { span, .. }) = files
+            .iter()
+            .flat_map(|f| &f.decls)
+            .find(|d| matches!(d, Decl::Intents { .. }))
+        {
+            if !has_fallback {
+                let lowest = self
+                    .model
+                    .intents
+                    .last()
+                    .map_or("read".to_string(), |s| s.name.clone());
+                self.error(
+                    Diagnostic::error(
+                        "missing-fallback",
+                        "intents are declared but no `fallback` intent",
+                    )
+                    .at(*span, "")
+                    .help(format!(
+                        "name the intent of a query with no keyword hit: `fallback {lowest}`"
+                    )),
+                );
+            }
+        }
+    }
+
+    fn effect(&mut self, n: &Name) -> Option<usize> {
+        if let Some(&i) = self.effect_ix.get(&n.text) {
+            return Some(i);
+        }
+        let mut d = Diagnostic::error("undefined-effect", format!("undefined effect `{}`", n.text))
+            .at(n.span, "not declared in `effects`");
+        d = match suggest(&n.text, self.model.effects.iter().map(|s| s.name.as_str())) {
+            Some(s) => d.help(format!("did you mean `{s}`?")),
+            None if self.model.effects.is_empty() => {
+                d.help(format!("declare it: `effects none, {}`", n.text))
+            }
+            None => d.help(format!(
+                "declared effects are {}; add `{}` to `effects` to declare it",
+                list_names(&self.model.effects),
+                n.text
+            )),
+        };
+        self.error(d);
+        None
+    }
+
+    fn intent(&mut self, n: &Name) -> Option<usize> {
+        if let Some(&i) = self.intent_ix.get(&n.text) {
+            return Some(i);
+        }
+        let mut d = Diagnostic::error("undefined-intent", format!("undefined intent `{}`", n.text))
+            .at(n.span, "not declared in `intents`");
+        d = match suggest(&n.text, self.model.intents.iter().map(|s| s.name.as_str())) {
+            Some(s) => d.help(format!("did you mean `{s}`?")),
+            None if self.model.intents.is_empty() => d.help(format!(
+                "declare intents first: `intents {} > read`",
+                n.text
+            )),
+            None => d.help(format!(
+                "declared intents are {}; add `{}` to `intents` to declare it",
+                list_names(&self.model.intents),
+                n.text
+            )),
+        };
+        self.error(d);
+        None
+    }
+
+    fn role(&mut self, n: &Name) -> Option<usize> {
+        if let Some(&i) = self.role_ix.get(&n.text) {
+            return Some(i);
+        }
+        let mut d = Diagnostic::error("undefined-role", format!("undefined role `{}`", n.text))
+            .at(n.span, "not declared in `roles`");
+        d = match suggest(&n.text, self.model.roles.iter().map(|s| s.name.as_str())) {
+            Some(s) => d.help(format!("did you mean `{s}`?")),
+            None if self.model.roles.is_empty() => {
+                d.help(format!("declare it: `roles {{ admin > {} }}`", n.text))
+            }
+            None => d.help(format!(
+                "declared roles are {}; add `{}` to `roles` to declare it",
+                list_names(&self.model.roles),
+                n.text
+            )),
+        };
+        self.error(d);
+        None
+    }
+
+    fn permission_ref(&mut self, n: &Name) -> Option<usize> {
+        if let Some(&i) = self.perm_ix.get(&n.text) {
+            return Some(i);
+        }
+        let mut d = Diagnostic::error(
+            "undefined-permission",
+            format!("undefined permission `{}`", n.text),
+        )
+        .at(n.span, "not declared by any `permission` statement");
+        d = match suggest(
+            &n.text,
+            self.model.permissions.iter().map(|s| s.name.as_str()),
+        ) {
+            Some(s) => d.help(format!("did you mean `{s}`?")),
+            None => d.help(format!("declare it: `permission \"{}\"`", n.text)),
+        };
+        self.error(d);
+        None
+    }
+
+    fn resolve(&mut self, decl: &Decl) {
+        match decl {
+            Decl::Fallback { name, span } => {
+                if self.single("fallback", *span) {
+                    if let Some(i) = self.intent(name) {
+                        self.model.fallback = Some((i, *span));
+                    }
+                }
+            }
+            Decl::Combine { combine, span } => {
+                if self.single("combine", *span) {
+                    self.model.combine = *combine;
+                }
+            }
+            Decl::Keywords(k) => {
+                let Some(intent) = self.intent(&k.intent) else {
+                    return;
+                };
+                for g in &k.groups {
+                    for e in &g.entries {
+                        if self.keyword_ok(e) {
+                            self.model.keywords.push(KeywordRule {
+                                intent,
+                                lang: g.lang.text.clone(),
+                                text: e.text.clone(),
+                                span: e.span,
+                            });
+                        }
+                    }
+                }
+            }
+            Decl::Negation(n) => {
+                if n.window.value == 0 || n.window.value > 16 {
+                    self.error(
+                        Diagnostic::error(
+                            "bad-window",
+                            format!(
+                                "a negation window of {} words is out of range",
+                                n.window.value
+                            ),
+                        )
+                        .at(n.window.span, "")
+                        .help("use a window from 1 to 16 words"),
+                    );
+                    return;
+                }
+                for g in &n.groups {
+                    for e in &g.entries {
+                        if e.text.contains('*') || e.text.trim().is_empty() {
+                            self.error(
+                                Diagnostic::error(
+                                    "bad-negator",
+                                    format!("negator `{}` must be a plain word or phrase", e.text),
+                                )
+                                .at(e.span, "")
+                                .help("write the negator without `*`, e.g. \"don't\""),
+                            );
+                            continue;
+                        }
+                        self.model.negations.push(NegationRule {
+                            direction: n.direction,
+                            window: n.window.value as u32,
+                            text: e.text.clone(),
+                        });
+                    }
+                }
+            }
+            Decl::Matrix(m) => self.resolve_matrix(m),
+            Decl::Mode(m) => self.resolve_mode(m),
+            Decl::DefaultMode { name, span } => {
+                if self.single("default mode", *span) {
+                    match self.mode_ix.get(&name.text) {
+                        Some(&i) => self.model.default_mode = Some((i, *span)),
+                        None => {
+                            let mut d = Diagnostic::error(
+                                "undefined-mode",
+                                format!("default mode `{}` does not exist", name.text),
+                            )
+                            .at(name.span, "no mode of this name");
+                            d = match suggest(
+                                &name.text,
+                                self.model.modes.iter().map(|m| m.name.name.as_str()),
+                            ) {
+                                Some(s) => d.help(format!("did you mean `{s}`?")),
+                                None => d.help(format!(
+                                    "declared modes are {}",
+                                    list_names(
+                                        &self
+                                            .model
+                                            .modes
+                                            .iter()
+                                            .map(|m| m.name.clone())
+                                            .collect::<Vec<_>>()
+                                    )
+                                )),
+                            };
+                            self.error(d);
+                        }
+                    }
+                }
+            }
+            Decl::ConnectorsPrefix { prefix, span } => {
+                if self.single("connectors prefix", *span) {
+                    if prefix.text.is_empty() {
+                        self.error(
+                            Diagnostic::error("empty-prefix", "the connector prefix is empty")
+                                .at(prefix.span, "")
+                                .help("use the prefix MCP tool names carry, e.g. \"mcp__\""),
+                        );
+                    } else {
+                        self.model.prefix = Some(sym(prefix));
+                    }
+                }
+            }
+            Decl::Unknown { allow, span } => {
+                if self.single("unknown", *span) {
+                    self.model.unknown_allow = *allow;
+                    self.model.unknown_span = Some(*span);
+                    if *allow {
+                        self.diagnostics.push(
+                            Diagnostic::warning(
+                                "unknown-allow",
+                                "`unknown allow` lets undeclared tools through",
+                            )
+                            .at(*span, "")
+                            .help("`unknown allow` is meant for tests; production policies use `unknown deny`"),
+                        );
+                    }
+                }
+            }
+            Decl::Defaults { attrs, span } => {
+                if self.single("defaults", *span) {
+                    self.model.defaults = self.resolve_attrs(attrs);
+                }
+            }
+            Decl::ConfirmFields { names, span } => {
+                if self.single("confirm fields", *span) {
+                    self.model.confirm_fields = names.iter().map(sym).collect();
+                }
+            }
+            Decl::TenantArg { name, span } => {
+                if self.single("tenant arg", *span) {
+                    self.model.tenant_arg = Some(sym(name));
+                }
+            }
+            Decl::Limit { max, span } => {
+                if self.single("limit transactional", *span) {
+                    self.model.limit = Some((max.value, *span));
+                }
+            }
+            Decl::Accents { fold, span } => {
+                if self.single("accents", *span) {
+                    self.model.fold_accents = *fold;
+                }
+            }
+            Decl::Tool(t) => {
+                if let Some(first) = self.model.tools.iter().find(|x| x.name.name == t.name.text) {
+                    let first_span = first.name.span;
+                    self.duplicate("tool", &t.name, first_span);
+                    return;
+                }
+                if t.name.text.is_empty() {
+                    self.error(
+                        Diagnostic::error("empty-name", "a tool name cannot be empty")
+                            .at(t.name.span, "")
+                            .help("write the name the agent uses for the tool"),
+                    );
+                    return;
+                }
+                let attrs = self.resolve_attrs(&t.attrs);
+                self.model.tools.push(ToolModel {
+                    name: sym(&t.name),
+                    span: t.span,
+                    attrs,
+                });
+            }
+            Decl::Match(m) => {
+                if m.pattern.text.is_empty() {
+                    self.error(
+                        Diagnostic::error("empty-pattern", "a pattern cannot be empty")
+                            .at(m.pattern.span, "")
+                            .help("use `*` for any run of characters: \"mcp__*__get_*\""),
+                    );
+                    return;
+                }
+                if let Some(first) = self
+                    .model
+                    .patterns
+                    .iter()
+                    .find(|p| p.glob.name == m.pattern.text)
+                {
+                    let first_span = first.glob.span;
+                    self.duplicate("pattern", &m.pattern, first_span);
+                    return;
+                }
+                if self.model.patterns.len() >= limits::MAX_PATTERNS {
+                    self.error(
+                        Diagnostic::error(
+                            "too-many",
+                            format!("more than {} patterns", limits::MAX_PATTERNS),
+                        )
+                        .at(m.span, "")
+                        .help("declare tools one by one or merge patterns"),
+                    );
+                    return;
+                }
+                let attrs = self.resolve_attrs(&m.attrs);
+                self.model.patterns.push(PatternModel {
+                    glob: sym(&m.pattern),
+                    span: m.span,
+                    attrs,
+                    literal_len: m.pattern.text.chars().filter(|c| *c != '*').count(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn keyword_ok(&mut self, e: &Name) -> bool {
+        let text = e.text.trim();
+        let problem = if text.is_empty() {
+            Some("a keyword cannot be empty")
+        } else if text == "*" {
+            Some("a keyword cannot be only `*`")
+        } else if text.trim_end_matches('*').contains('*') {
+            Some("`*` may only end a keyword")
+        } else if text.ends_with("**") {
+            Some("a keyword ends with at most one `*`")
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            self.error(
+                Diagnostic::error("bad-keyword", format!("{p}: `{}`", e.text))
+                    .at(e.span, "")
+                    .help(
+                        "write a word (\"delete\"), a stem (\"elimin*\") or a phrase (\"do not\")",
+                    ),
+            );
+            return false;
+        }
+        true
+    }
+
+    fn resolve_matrix(&mut self, m: &MatrixDecl) {
+        let Some(&mi) = self.matrix_ix.get(&m.name.text) else {
+            return;
+        };
+        if self.model.matrices[mi].name.span.start != m.name.span.start {
+            return; // a duplicate, already reported
+        }
+        let ne = self.model.effects.len();
+        // Header: exactly the declared effects, in any order, each once.
+        let mut column_effect: Vec<Option<usize>> = Vec::new();
+        let mut seen = vec![false; ne];
+        let mut ok = true;
+        for h in &m.header {
+            match self.effect_ix.get(&h.text) {
+                Some(&e) if seen[e] => {
+                    ok = false;
+                    self.error(
+                        Diagnostic::error(
+                            "matrix-header",
+                            format!(
+                                "effect `{}` appears twice in the header of matrix `{}`",
+                                h.text, m.name.text
+                            ),
+                        )
+                        .at(h.span, "repeated column")
+                        .help("each declared effect is one column"),
+                    );
+                    column_effect.push(None);
+                }
+                Some(&e) => {
+                    seen[e] = true;
+                    column_effect.push(Some(e));
+                }
+                None => {
+                    ok = false;
+                    let cell_word = matches!(h.text.as_str(), "allow" | "deny" | "confirm");
+                    let mut d = Diagnostic::error(
+                        "matrix-header",
+                        format!(
+                            "`{}` in the header of matrix `{}` is not a declared effect",
+                            h.text, m.name.text
+                        ),
+                    )
+                    .at(h.span, "not an effect");
+                    d = if cell_word {
+                        d.help("the first line of a matrix is its header: the effect names, one per column; rows follow, one per line")
+                    } else if let Some(s) =
+                        suggest(&h.text, self.model.effects.iter().map(|s| s.name.as_str()))
+                    {
+                        d.help(format!("did you mean `{s}`?"))
+                    } else {
+                        d.help(format!(
+                            "the header lists the declared effects: {}",
+                            list_names(&self.model.effects)
+                        ))
+                    };
+                    self.error(d);
+                    column_effect.push(None);
+                }
+            }
+        }
+        let missing: Vec<String> = (0..ne)
+            .filter(|e| !seen[*e])
+            .map(|e| format!("`{}`", self.model.effects[e].name))
+            .collect();
+        if !missing.is_empty() && ne > 0 {
+            ok = false;
+            let plural = if missing.len() == 1 { "" } else { "s" };
+            self.error(
+                Diagnostic::error(
+                    "matrix-header",
+                    format!(
+                        "the header of matrix `{}` lacks effect{plural} {}",
+                        m.name.text,
+                        missing.join(", ")
+                    ),
+                )
+                .at(m.name.span, "")
+                .help(format!(
+                    "the header must list exactly the declared effects: {}",
+                    self.model
+                        .effects
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join("  ")
+                )),
+            );
+        }
+        let ni = self.model.intents.len();
+        let mut rows: Vec<Option<Vec<(Cell, Span)>>> = vec![None; ni];
+        for row in &m.rows {
+            let Some(intent) = self.intent(&row.intent) else {
+                ok = false;
+                continue;
+            };
+            if rows[intent].is_some() {
+                ok = false;
+                self.error(
+                    Diagnostic::error(
+                        "matrix-row",
+                        format!(
+                            "intent `{}` has two rows in matrix `{}`",
+                            row.intent.text, m.name.text
+                        ),
+                    )
+                    .at(row.intent.span, "second row")
+                    .help("keep one row per intent"),
+                );
+                continue;
+            }
+            if row.cells.len() != m.header.len() {
+                ok = false;
+                let last = row.cells.last().map_or(row.intent.span, |c| c.span);
+                self.error(
+                    Diagnostic::error(
+                        "matrix-row",
+                        format!(
+                            "row `{}` of matrix `{}` has {} cell{}, the header has {} column{}",
+                            row.intent.text,
+                            m.name.text,
+                            row.cells.len(),
+                            if row.cells.len() == 1 { "" } else { "s" },
+                            m.header.len(),
+                            if m.header.len() == 1 { "" } else { "s" }
+                        ),
+                    )
+                    .at(row.intent.span.to(last), "")
+                    .help("write one cell (allow, deny or confirm) per header column, on the row's own line"),
+                );
+            }
+            let mut cells = vec![(Cell::Deny, row.intent.span); ne];
+            for (col, cell) in row.cells.iter().enumerate() {
+                let value = match cell.text.as_str() {
+                    "allow" => Cell::Allow,
+                    "deny" => Cell::Deny,
+                    "confirm" => Cell::Confirm,
+                    other => {
+                        ok = false;
+                        let mut d = Diagnostic::error(
+                            "matrix-cell",
+                            format!("`{other}` is not a matrix cell"),
+                        )
+                        .at(cell.span, "expected allow, deny or confirm");
+                        d = match suggest(other, ["allow", "deny", "confirm"].into_iter()) {
+                            Some(s) => d.help(format!("did you mean `{s}`?")),
+                            None => d.help("a cell is `allow`, `deny` or `confirm`"),
+                        };
+                        self.error(d);
+                        continue;
+                    }
+                };
+                if let Some(Some(e)) = column_effect.get(col) {
+                    cells[*e] = (value, cell.span);
+                }
+            }
+            rows[intent] = Some(cells);
+        }
+        for (i, r) in rows.iter().enumerate() {
+            if r.is_none() && self.model.intents.len() > i {
+                ok = false;
+                let name = self.model.intents[i].name.clone();
+                self.error(
+                    Diagnostic::error(
+                        "matrix-row",
+                        format!("matrix `{}` has no row for intent `{name}`", m.name.text),
+                    )
+                    .at(m.name.span, "")
+                    .help(format!(
+                        "add a line `{name}` followed by one cell per effect"
+                    )),
+                );
+            }
+        }
+        if ok {
+            self.model.matrices[mi].cells = rows.into_iter().flatten().collect();
+        }
+    }
+
+    fn resolve_mode(&mut self, m: &ModeDecl) {
+        let Some(&mi) = self.mode_ix.get(&m.name.text) else {
+            return;
+        };
+        if self.model.modes[mi].name.span.start != m.name.span.start {
+            return;
+        }
+        for item in &m.items {
+            match item {
+                ModeItem::Matrix { name, span } => {
+                    if self.model.modes[mi].matrix.is_some() {
+                        self.error(
+                            Diagnostic::error(
+                                "duplicate",
+                                format!("mode `{}` names a matrix twice", m.name.text),
+                            )
+                            .at(*span, "")
+                            .help("a mode uses one matrix"),
+                        );
+                        continue;
+                    }
+                    match self.matrix_ix.get(&name.text) {
+                        Some(&x) => self.model.modes[mi].matrix = Some((x, *span)),
+                        None => {
+                            let mut d = Diagnostic::error(
+                                "undefined-matrix",
+                                format!("undefined matrix `{}`", name.text),
+                            )
+                            .at(name.span, "no matrix of this name");
+                            d = match suggest(&name.text, self.model.matrices.iter().map(|m| m.name.name.as_str())) {
+                                Some(s) => d.help(format!("did you mean `{s}`?")),
+                                None => d.help(format!(
+                                    "declare it: `matrix {} {{ ... }}`, or remove `matrix` so the mode does not gate by intent",
+                                    name.text
+                                )),
+                            };
+                            self.error(d);
+                        }
+                    }
+                }
+                ModeItem::Restrict { effects, span } | ModeItem::Confirm { effects, span } => {
+                    let is_restrict = matches!(item, ModeItem::Restrict { .. });
+                    let ids: Vec<usize> = effects.iter().filter_map(|e| self.effect(e)).collect();
+                    let slot = if is_restrict {
+                        &mut self.model.modes[mi].restrict
+                    } else {
+                        &mut self.model.modes[mi].confirm
+                    };
+                    if slot.is_some() {
+                        let what = if is_restrict { "restrict" } else { "confirm" };
+                        self.error(
+                            Diagnostic::error(
+                                "duplicate",
+                                format!("mode `{}` has two `{what}` lists", m.name.text),
+                            )
+                            .at(*span, "")
+                            .help(format!("merge them into one `{what}` list")),
+                        );
+                    } else {
+                        *slot = Some((ids, *span));
+                    }
+                }
+            }
+        }
+    }
+
+    fn resolve_attrs(&mut self, attrs: &[ToolAttr]) -> AttrModel {
+        let mut out = AttrModel::default();
+        let mut seen: Vec<&'static str> = Vec::new();
+        for a in attrs {
+            if seen.contains(&a.keyword()) {
+                self.error(
+                    Diagnostic::error(
+                        "duplicate",
+                        format!("attribute `{}` is given twice", a.keyword()),
+                    )
+                    .at(a.span(), "")
+                    .help("give each attribute once; lists are comma-separated"),
+                );
+                continue;
+            }
+            seen.push(a.keyword());
+            match a {
+                ToolAttr::Effect { name, span } => {
+                    out.effect = self.effect(name).map(|e| (e, *span));
+                }
+                ToolAttr::Permissions { names, span } => {
+                    let ids = names
+                        .iter()
+                        .filter_map(|n| self.permission_ref(n))
+                        .collect();
+                    out.permissions = Some((ids, *span));
+                }
+                ToolAttr::Roles { names, span } => {
+                    let ids = names.iter().filter_map(|n| self.role(n)).collect();
+                    out.roles = Some((ids, *span));
+                }
+                ToolAttr::TenantRequired { span } => out.tenant_required = Some(*span),
+                ToolAttr::Requires { names, span } => {
+                    out.requires = Some((names.iter().map(|n| n.text.clone()).collect(), *span));
+                }
+                ToolAttr::ConfirmAlways { span } => out.confirm_always = Some(*span),
+                ToolAttr::Enabled { value, span } => out.enabled = Some((*value, *span)),
+            }
+        }
+        out
+    }
+
+    /// Cycles in `roles` and `implies`, each reported once with the cycle spelled out.
+    fn check_cycles(&mut self) {
+        let role_cycles = find_cycles(self.model.roles.len(), &self.model.role_edges);
+        for cycle in role_cycles {
+            let names: Vec<&str> = cycle
+                .iter()
+                .map(|&i| self.model.roles[i].name.as_str())
+                .collect();
+            let span = self.edge_span(&self.model.role_edges, &cycle);
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "cycle",
+                    format!("roles form a cycle: {} > {}", names.join(" > "), names[0]),
+                )
+                .at(span, "this inclusion closes the cycle")
+                .help("role inclusion must be a hierarchy; remove one `>` of the cycle"),
+            );
+        }
+        let perm_cycles = find_cycles(self.model.permissions.len(), &self.model.implies);
+        for cycle in perm_cycles {
+            let names: Vec<&str> = cycle
+                .iter()
+                .map(|&i| self.model.permissions[i].name.as_str())
+                .collect();
+            let span = self.edge_span(&self.model.implies, &cycle);
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "cycle",
+                    format!(
+                        "permissions imply each other in a cycle: {} -> {}",
+                        names.join(" -> "),
+                        names[0]
+                    ),
+                )
+                .at(span, "this implication closes the cycle")
+                .help("remove one implication of the cycle, or merge the permissions into one"),
+            );
+        }
+    }
+
+    fn edge_span(&self, edges: &[(usize, usize, Span)], cycle: &[usize]) -> Span {
+        let last = cycle[cycle.len() - 1];
+        let first = cycle[0];
+        edges
+            .iter()
+            .find(|(a, b, _)| *a == last && *b == first)
+            .map_or(Span::default(), |(_, _, s)| *s)
+    }
+
+    fn check_tools_complete(&mut self) {
+        let defaults = self.model.defaults.clone();
+        let mut problems = Vec::new();
+        for t in &self.model.tools {
+            if t.attrs.or(&defaults).effect.is_none() && !self.has_reported_effect_error(t.span) {
+                problems.push(
+                    Diagnostic::error("missing-effect", format!("tool `{}` declares no effect", t.name.name))
+                        .at(t.name.span, "")
+                        .help(
+                            "add `effect none` (or another declared effect) to the tool, or set one for all tools in `defaults { effect none }`",
+                        ),
+                );
+            }
+        }
+        for p in &self.model.patterns {
+            if p.attrs.or(&defaults).effect.is_none() && !self.has_reported_effect_error(p.span) {
+                problems.push(
+                    Diagnostic::error(
+                        "missing-effect",
+                        format!("pattern `{}` declares no effect", p.glob.name),
+                    )
+                    .at(p.glob.span, "")
+                    .help("add `effect none` (or another declared effect) to the pattern"),
+                );
+            }
+        }
+        if self.model.unknown_allow && defaults.effect.is_none() && !self.model.effects.is_empty() {
+            if let Some(span) = self.model.unknown_span {
+                problems.push(
+                    Diagnostic::error("missing-defaults", "`unknown allow` needs a default effect")
+                        .at(span, "")
+                        .help("add `defaults { effect none }` so unknown tools have an effect"),
+                );
+            }
+        }
+        self.diagnostics.extend(problems);
+    }
+
+    /// Whether an undefined-effect error was already reported inside `span` (so a missing effect
+    /// is not reported twice).
+    fn has_reported_effect_error(&self, span: Span) -> bool {
+        self.diagnostics.iter().any(|d| {
+            d.code() == "undefined-effect"
+                && d.span().is_some_and(|s| {
+                    s.file == span.file && s.start >= span.start && s.end <= span.end
+                })
+        })
+    }
+
+    /// Warns about patterns that can never match: equal to a declared tool's name, or covered by
+    /// an earlier pattern of the same precedence.
+    fn check_patterns(&mut self) {
+        let tool_names: std::collections::HashSet<&str> = self
+            .model
+            .tools
+            .iter()
+            .map(|t| t.name.name.as_str())
+            .collect();
+        let mut warnings = Vec::new();
+        for (i, p) in self.model.patterns.iter().enumerate() {
+            if !p.glob.name.contains('*') {
+                if tool_names.contains(p.glob.name.as_str()) {
+                    warnings.push(
+                        Diagnostic::warning(
+                            "shadowed-pattern",
+                            format!("pattern `{}` can never match: a tool of that name is declared", p.glob.name),
+                        )
+                        .at(p.glob.span, "shadowed by the tool declaration")
+                        .help("a declared tool always wins over a pattern; delete the pattern or change the tool"),
+                    );
+                } else {
+                    warnings.push(
+                        Diagnostic::warning(
+                            "pattern-without-star",
+                            format!(
+                                "pattern `{}` has no `*` and matches one name only",
+                                p.glob.name
+                            ),
+                        )
+                        .at(p.glob.span, "")
+                        .help(format!(
+                            "declare it as a tool: `tool \"{}\" {{ ... }}`",
+                            p.glob.name
+                        )),
+                    );
+                }
+                continue;
+            }
+            let shadow = self.model.patterns.iter().enumerate().find(|(j, q)| {
+                let q_first =
+                    q.literal_len > p.literal_len || (q.literal_len == p.literal_len && *j < i);
+                *j != i && q_first && crate::compile::glob_covers(&q.glob.name, &p.glob.name)
+            });
+            if let Some((_, q)) = shadow {
+                warnings.push(
+                    Diagnostic::warning(
+                        "shadowed-pattern",
+                        format!("pattern `{}` can never match", p.glob.name),
+                    )
+                    .at(p.glob.span, "every name it matches is taken first")
+                    .help(format!(
+                        "pattern `{}` matches every such name first (same literal length, declared earlier); delete one or make this one more specific",
+                        q.glob.name
+                    )),
+                );
+            }
+        }
+        self.diagnostics.extend(warnings);
+    }
+
+    fn check_keywords(&mut self) {
+        let total = self.model.keywords.len() + self.model.negations.len();
+        if total > limits::MAX_KEYWORDS {
+            let span = self
+                .model
+                .keywords
+                .last()
+                .map_or(Span::default(), |k| k.span);
+            self.error(
+                Diagnostic::error(
+                    "too-many",
+                    format!(
+                        "{total} keywords and negators; at most {} are supported",
+                        limits::MAX_KEYWORDS
+                    ),
+                )
+                .at(span, "")
+                .help("use stems (\"elimin*\") instead of listing every form"),
+            );
+        }
+        let mut seen: std::collections::HashSet<(String, usize)> = std::collections::HashSet::new();
+        let mut warnings = Vec::new();
+        for k in &self.model.keywords {
+            let key = (k.text.to_lowercase(), k.intent);
+            if !seen.insert(key) {
+                warnings.push(
+                    Diagnostic::warning(
+                        "duplicate-keyword",
+                        format!(
+                            "keyword `{}` is listed twice for intent `{}`",
+                            k.text, self.model.intents[k.intent].name
+                        ),
+                    )
+                    .at(k.span, "")
+                    .help("delete one of the entries"),
+                );
+            }
+        }
+        self.diagnostics.extend(warnings);
+    }
+}
+
+fn sym(n: &Name) -> Sym {
+    Sym {
+        name: n.text.clone(),
+        span: n.span,
+    }
+}
+
+/// Finds elementary cycles reachable in a directed graph, one per strongly connected component
+/// with a cycle, as the list of nodes along the cycle.
+fn find_cycles(n: usize, edges: &[(usize, usize, Span)]) -> Vec<Vec<usize>> {
+    let mut graph = petgraph::graph::DiGraph::<(), ()>::with_capacity(n, edges.len());
+    let nodes: Vec<_> = (0..n).map(|_| graph.add_node(())).collect();
+    for (a, b, _) in edges {
+        graph.add_edge(nodes[*a], nodes[*b], ());
+    }
+    let mut out = Vec::new();
+    for scc in petgraph::algo::tarjan_scc(&graph) {
+        if scc.len() < 2 {
+            continue;
+        }
+        // Walk inside the component from its smallest node until we return to it.
+        let members: std::collections::HashSet<usize> = scc.iter().map(|x| x.index()).collect();
+        let start = *members.iter().min().unwrap_or(&0);
+        let mut path = vec![start];
+        let mut current = start;
+        let mut visited = std::collections::HashSet::new();
+        visited.insert(start);
+        loop {
+            let next = edges
+                .iter()
+                .filter(|(a, b, _)| *a == current && members.contains(b))
+                .map(|(_, b, _)| *b)
+                .find(|b| *b == start || !visited.contains(b));
+            match next {
+                Some(b) if b == start => break,
+                Some(b) => {
+                    visited.insert(b);
+                    path.push(b);
+                    current = b;
+                }
+                None => break,
+            }
+        }
+        out.push(path);
+    }
+    out
+}

@@ -1,0 +1,284 @@
+//! The commands. Each returns the exit code, or a one-line error message (exit 2).
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use toolwarden::{render_all, Decision, Intent, Policy, Request, Severity, Turn};
+
+use super::RequestArgs;
+
+type CmdResult = Result<i32, String>;
+
+/// Loads a policy or returns its rendered diagnostics as the error.
+pub(crate) fn load_policy(path: &Path) -> Result<Policy, String> {
+    Policy::from_file(path).map_err(|e| {
+        let rendered = e.render();
+        format!(
+            "policy `{}` does not load:\n{}",
+            path.display(),
+            rendered.trim_end()
+        )
+    })
+}
+
+pub(crate) fn check(files: &[std::path::PathBuf], deny_warnings: bool, json: bool) -> CmdResult {
+    let mut failed = false;
+    let mut reports = Vec::new();
+    for path in files {
+        let (diagnostics, sources, ok) = match Policy::from_file(path) {
+            Ok(p) => (p.warnings().to_vec(), p.sources().clone(), true),
+            Err(e) => (e.diagnostics().to_vec(), e.sources().clone(), false),
+        };
+        let has_warnings = diagnostics
+            .iter()
+            .any(|d| d.severity() == Severity::Warning);
+        failed |= !ok || (deny_warnings && has_warnings);
+        if json {
+            reports.push(json!({
+                "file": path.display().to_string(),
+                "ok": ok,
+                "diagnostics": diagnostics.iter().map(|d| d.to_json(&sources)).collect::<Vec<_>>(),
+            }));
+        } else if diagnostics.is_empty() {
+            println!("{}: ok", path.display());
+        } else {
+            print!("{}", render_all(&diagnostics, &sources));
+            println!(
+                "{}: {}",
+                path.display(),
+                if ok { "ok (with warnings)" } else { "failed" }
+            );
+        }
+    }
+    if json {
+        println!("{}", pretty(&Value::Array(reports)));
+    }
+    Ok(i32::from(failed))
+}
+
+pub(crate) fn classify(policy: &Path, text: &str, json: bool) -> CmdResult {
+    let policy = load_policy(policy)?;
+    let intent = policy.classify(text);
+    if json {
+        println!(
+            "{}",
+            pretty(&serde_json::to_value(&intent).map_err(|e| e.to_string())?)
+        );
+    } else {
+        print_intent(&intent, text);
+    }
+    Ok(0)
+}
+
+fn print_intent(intent: &Intent, text: &str) {
+    let names = intent.intents.join(", ");
+    if intent.fallback {
+        println!("intent: {names} (fallback: no keyword hit)");
+    } else {
+        println!("intent: {names}");
+    }
+    for h in &intent.hits {
+        let found = text.get(h.span.0..h.span.1).unwrap_or("");
+        println!(
+            "  hit      {:<12} \"{}\" [{}] matched \"{found}\" at bytes {}..{}",
+            h.intent, h.keyword, h.lang, h.span.0, h.span.1
+        );
+    }
+    for h in &intent.dropped {
+        let found = text.get(h.span.0..h.span.1).unwrap_or("");
+        println!(
+            "  dropped  {:<12} \"{}\" [{}] matched \"{found}\", negated by \"{}\"",
+            h.intent,
+            h.keyword,
+            h.lang,
+            h.negated_by.as_deref().unwrap_or("")
+        );
+    }
+}
+
+/// Builds the request and the intent from the flags.
+pub(crate) fn request_of(policy: &Policy, req: &RequestArgs) -> Result<(Request, Intent), String> {
+    let mut request = match &req.mode {
+        Some(m) => Request::new(m.clone()),
+        None => Request::default_mode(),
+    };
+    request = request
+        .roles(req.roles.clone())
+        .permissions(req.permissions.clone())
+        .forced(req.forced.clone());
+    if let Some(t) = &req.tenant {
+        request = request.tenant(t.clone());
+    }
+    for spec in &req.connectors {
+        let Some((tier, servers)) = spec.split_once('=') else {
+            return Err(format!(
+                "`--connectors {spec}` must be TIER=server1,server2 (or TIER= for zero connectors)"
+            ));
+        };
+        let servers: Vec<String> = servers
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        request = request.connectors(tier.trim().to_string(), servers);
+    }
+    let intent = match (&req.query, &req.intent) {
+        (Some(q), _) => policy.classify(q),
+        (None, Some(i)) => Intent::named(i.clone()),
+        (None, None) => policy.fallback_intent(),
+    };
+    Ok((request, intent))
+}
+
+fn read_tools_file(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read tools file `{}`: {e}", path.display()))?;
+    if text.trim_start().starts_with('[') {
+        let v: Vec<String> = serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "tools file `{}` is not a JSON array of names: {e}",
+                path.display()
+            )
+        })?;
+        return Ok(v);
+    }
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect())
+}
+
+pub(crate) fn offer(
+    req: &RequestArgs,
+    tools: Vec<String>,
+    tools_file: Option<&Path>,
+    json: bool,
+) -> CmdResult {
+    let policy = load_policy(&req.policy)?;
+    let (request, intent) = request_of(&policy, req)?;
+    let names: Vec<String> = match tools_file {
+        Some(f) => read_tools_file(f)?,
+        None if tools.is_empty() => policy.tools().map(str::to_string).collect(),
+        None => tools,
+    };
+    let offer = policy
+        .offer(&request, &intent, names.iter().map(String::as_str))
+        .map_err(|e| e.to_string())?;
+    let mode = request
+        .mode()
+        .or(policy.default_mode())
+        .unwrap_or("")
+        .to_string();
+    if json {
+        let decisions: Vec<Value> = offer
+            .entries()
+            .iter()
+            .map(|(name, d)| {
+                json!({
+                    "tool": name,
+                    "decision": d.decision,
+                    "stage": d.stage,
+                    "reason": policy.reason(name, d, &request),
+                    "source": policy.rule_source(d.rule).map(|l| l.to_string()),
+                })
+            })
+            .collect();
+        let out = json!({
+            "mode": mode,
+            "intent": intent,
+            "offered": offer.visible().collect::<Vec<_>>(),
+            "decisions": decisions,
+        });
+        println!("{}", pretty(&out));
+        return Ok(0);
+    }
+    let query = req.query.as_deref().unwrap_or("");
+    println!("mode: {mode}");
+    print_intent(&intent, query);
+    println!();
+    let width = offer
+        .entries()
+        .iter()
+        .map(|(n, _)| n.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    println!(
+        "{:<width$}  {:<8}  {:<12}  {:<22}  REASON",
+        "TOOL", "DECISION", "STAGE", "RULE"
+    );
+    for (name, d) in offer.entries() {
+        let rule = policy
+            .rule_source(d.rule)
+            .map_or("-".to_string(), |l| l.to_string());
+        let stage = d.stage.map_or("-", |s| s.as_str());
+        let reason = if d.decision == Decision::Allow {
+            String::new()
+        } else {
+            policy.reason(name, d, &request)
+        };
+        println!(
+            "{name:<width$}  {:<8}  {stage:<12}  {:<22}  {reason}",
+            d.decision.as_str(),
+            short_rule(&rule)
+        );
+    }
+    let visible: Vec<&str> = offer.visible().collect();
+    println!();
+    if visible.is_empty() {
+        println!("offered: nothing (fail-closed)");
+    } else {
+        println!("offered: {}", visible.join(", "));
+    }
+    Ok(0)
+}
+
+/// Shows only the file name of a `path/file:line:col` rule source.
+fn short_rule(rule: &str) -> String {
+    match rule.rsplit_once('/') {
+        Some((_, tail)) => tail.to_string(),
+        None => rule.to_string(),
+    }
+}
+
+pub(crate) fn guard(req: &RequestArgs, tool: &str, args: &str, json: bool) -> CmdResult {
+    let policy = load_policy(&req.policy)?;
+    let (request, intent) = request_of(&policy, req)?;
+    let args: Value =
+        serde_json::from_str(args).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
+    let mut turn = Turn::new();
+    let verdict = policy
+        .check_call(&request, &intent, &mut turn, tool, &args)
+        .map_err(|e| e.to_string())?;
+    if json {
+        println!("{}", pretty(&verdict.to_json()));
+        return Ok(0);
+    }
+    println!("decision: {}", verdict.decision);
+    if let Some(stage) = verdict.stage {
+        println!("stage:    {stage}");
+    }
+    println!("reason:   {}", verdict.reason);
+    if let Some(src) = &verdict.source {
+        println!("rule:     {src}");
+    }
+    if let Some(args) = &verdict.args_for_execution {
+        println!("execute:  {}", Value::Object(args.clone()));
+    }
+    if let Some(p) = &verdict.pending {
+        println!(
+            "pending:  {} {} (digest {})",
+            p.tool,
+            Value::Object(p.args.clone()),
+            &p.digest[..16.min(p.digest.len())]
+        );
+    }
+    Ok(0)
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}

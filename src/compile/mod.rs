@@ -1,0 +1,548 @@
+//! Checked model -> decision graph (petgraph) -> dense evaluation tables.
+//!
+//! The graph's nodes are the policy's tools, patterns, effects, intents, matrix cells, modes,
+//! roles, permissions and tiers; its edges are the relations the text declares (tool
+//! -has-effect-> effect, role -includes-> role, permission -implies-> permission, mode -uses->
+//! cell -for-> intent / -on-> effect, tier -precedes-> tier …). The tables are derived from the
+//! graph: role and permission closures are graph reachability; each mode's per-intent effect
+//! masks come from the cells it uses. `offer` and `check_call` read only the tables.
+
+mod bits;
+mod glob;
+
+use std::collections::HashMap;
+
+use petgraph::graph::{DiGraph, NodeIndex};
+use petgraph::visit::{Dfs, EdgeFiltered};
+
+use crate::check::{AttrModel, Cell, Model};
+use crate::classify::Classifier;
+use crate::decision::RuleId;
+use crate::syntax::ast::Span;
+
+pub(crate) use bits::BitSet;
+pub(crate) use glob::{glob_covers, glob_match};
+
+/// A node of the decision graph.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// A declared tool (index among tools).
+    Tool(u32),
+    /// A `match` pattern (index among patterns).
+    Pattern(u32),
+    /// An effect.
+    Effect(u8),
+    /// An intent.
+    Intent(u8),
+    /// A matrix cell: matrix, intent, effect, and its value.
+    Cell {
+        /// Matrix index.
+        matrix: u16,
+        /// Intent index.
+        intent: u8,
+        /// Effect index.
+        effect: u8,
+        /// The cell's value.
+        cell: Cell,
+    },
+    /// A mode.
+    Mode(u8),
+    /// A role.
+    Role(u32),
+    /// A permission.
+    Permission(u32),
+    /// A connector tier.
+    Tier(u8),
+}
+
+/// An edge of the decision graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Edge {
+    /// Tool or pattern -> its effect.
+    HasEffect,
+    /// Tool or pattern -> a permission it requires.
+    Requires,
+    /// Tool or pattern -> a role it accepts.
+    Accepts,
+    /// Higher role -> lower role it includes.
+    Includes,
+    /// Permission -> permission it implies.
+    Implies,
+    /// Mode -> a cell of the matrix it uses.
+    Uses,
+    /// Cell -> its intent.
+    ForIntent,
+    /// Cell -> its effect.
+    OnEffect,
+    /// Mode -> an effect in its `restrict` ceiling.
+    Restricts,
+    /// Mode -> an effect in its `confirm` list.
+    Confirms,
+    /// Higher-precedence tier -> the next tier.
+    Precedes,
+    /// Higher-priority intent -> the next intent.
+    Outranks,
+}
+
+/// Where a rule came from and what kind of rule it is.
+#[derive(Clone, Debug)]
+pub(crate) struct RuleInfo {
+    pub span: Option<Span>,
+    pub kind: RuleKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RuleKind {
+    ToolDecl,
+    PatternDecl,
+    Defaults,
+    UnknownDeny,
+    Disabled,
+    Tiers,
+    TenantRequired,
+    Roles,
+    Permissions,
+    Restrict,
+    Cell { matrix: u16, intent: u8 },
+    ModeConfirm,
+    ConfirmAlways,
+    TenantArg,
+    Requires,
+    ConfirmFields,
+    Limit,
+    NoMatrix,
+}
+
+/// One tool's (or pattern's) evaluation row.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolRow {
+    pub effect: u8,
+    /// Accepted roles (any one suffices); `None` = no role restriction.
+    pub roles: Option<BitSet>,
+    /// Required permissions (all of them); empty = none.
+    pub perms: BitSet,
+    pub tenant_required: bool,
+    pub requires: Box<[Box<str>]>,
+    pub confirm_always: bool,
+    pub enabled: bool,
+    pub rule_decl: RuleId,
+    pub rule_disabled: RuleId,
+    pub rule_tenant: RuleId,
+    pub rule_roles: RuleId,
+    pub rule_perms: RuleId,
+    pub rule_confirm: RuleId,
+    pub rule_requires: RuleId,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PatternRow {
+    pub glob: Box<str>,
+    pub row: ToolRow,
+    /// Index in source order (patterns are stored in precedence order).
+    pub source_index: u32,
+}
+
+/// Per intent, the effects a matrix offers and the effects it marks `confirm`.
+#[derive(Clone, Debug)]
+pub(crate) struct MatrixTable {
+    pub allow: Vec<u64>,
+    pub confirm: Vec<u64>,
+    /// `cell_rule[intent * n_effects + effect]`.
+    pub cell_rule: Vec<RuleId>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct ModeRow {
+    pub name: Box<str>,
+    pub restrict: u64,
+    pub rule_restrict: RuleId,
+    pub confirm: u64,
+    pub rule_confirm: RuleId,
+    pub matrix: Option<u16>,
+    pub rule_no_matrix: RuleId,
+}
+
+/// Everything the evaluator reads.
+#[derive(Clone, Debug)]
+pub(crate) struct Tables {
+    pub effects: Vec<Box<str>>,
+    pub read_only_effect: u8,
+    pub intents: Vec<Box<str>>,
+    pub tools: Vec<(Box<str>, ToolRow)>,
+    pub tool_index: HashMap<Box<str>, u32>,
+    pub patterns: Vec<PatternRow>,
+    pub matrices: Vec<MatrixTable>,
+    pub matrix_names: Vec<Box<str>>,
+    pub modes: Vec<ModeRow>,
+    pub default_mode: Option<u8>,
+    pub roles: Vec<Box<str>>,
+    pub role_closure: Vec<BitSet>,
+    pub permissions: Vec<Box<str>>,
+    pub perm_closure: Vec<BitSet>,
+    pub tiers: Vec<Box<str>>,
+    pub rule_tiers: RuleId,
+    pub prefix: Option<Box<str>>,
+    pub rule_unknown: RuleId,
+    pub defaults: Option<ToolRow>,
+    pub confirm_fields: Vec<Box<str>>,
+    pub rule_confirm_fields: RuleId,
+    pub tenant_arg: Option<Box<str>>,
+    pub rule_tenant_arg: RuleId,
+    pub limit: Option<u32>,
+    pub rule_limit: RuleId,
+    pub rules: Vec<RuleInfo>,
+}
+
+/// The compiled form: graph, tables and classifier.
+#[derive(Clone, Debug)]
+pub(crate) struct Compiled {
+    pub graph: DiGraph<Node, Edge>,
+    pub tables: Tables,
+    pub classifier: Classifier,
+}
+
+struct RuleTable(Vec<RuleInfo>);
+
+impl RuleTable {
+    fn add(&mut self, span: Option<Span>, kind: RuleKind) -> RuleId {
+        let id = RuleId(u32::try_from(self.0.len()).unwrap_or(u32::MAX));
+        self.0.push(RuleInfo { span, kind });
+        id
+    }
+}
+
+fn mask(ids: &[usize]) -> u64 {
+    ids.iter()
+        .fold(0u64, |m, &e| m | (1u64 << (e as u32).min(63)))
+}
+
+fn idx8(i: usize) -> u8 {
+    u8::try_from(i).unwrap_or(u8::MAX)
+}
+
+fn idx32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// Compiles a checked model (which must have no errors).
+pub(crate) fn compile(model: &Model) -> Compiled {
+    let mut rules = RuleTable(Vec::new());
+    let mut graph: DiGraph<Node, Edge> = DiGraph::new();
+
+    let effect_nodes: Vec<NodeIndex> = (0..model.effects.len())
+        .map(|i| graph.add_node(Node::Effect(idx8(i))))
+        .collect();
+    let intent_nodes: Vec<NodeIndex> = (0..model.intents.len())
+        .map(|i| graph.add_node(Node::Intent(idx8(i))))
+        .collect();
+    for w in intent_nodes.windows(2) {
+        graph.add_edge(w[0], w[1], Edge::Outranks);
+    }
+    let role_nodes: Vec<NodeIndex> = (0..model.roles.len())
+        .map(|i| graph.add_node(Node::Role(idx32(i))))
+        .collect();
+    for (hi, lo, _) in &model.role_edges {
+        graph.add_edge(role_nodes[*hi], role_nodes[*lo], Edge::Includes);
+    }
+    let perm_nodes: Vec<NodeIndex> = (0..model.permissions.len())
+        .map(|i| graph.add_node(Node::Permission(idx32(i))))
+        .collect();
+    for (p, q, _) in &model.implies {
+        graph.add_edge(perm_nodes[*p], perm_nodes[*q], Edge::Implies);
+    }
+    let tier_nodes: Vec<NodeIndex> = (0..model.tiers.len())
+        .map(|i| graph.add_node(Node::Tier(idx8(i))))
+        .collect();
+    for w in tier_nodes.windows(2) {
+        graph.add_edge(w[0], w[1], Edge::Precedes);
+    }
+
+    // Closures by graph reachability.
+    let closure = |graph: &DiGraph<Node, Edge>, nodes: &[NodeIndex], kind: Edge| -> Vec<BitSet> {
+        let filtered = EdgeFiltered::from_fn(graph, |e| *e.weight() == kind);
+        let index_of: HashMap<NodeIndex, usize> =
+            nodes.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        nodes
+            .iter()
+            .map(|&start| {
+                let mut set = BitSet::new(nodes.len());
+                let mut dfs = Dfs::new(&filtered, start);
+                while let Some(n) = dfs.next(&filtered) {
+                    if let Some(&i) = index_of.get(&n) {
+                        set.insert(i);
+                    }
+                }
+                set
+            })
+            .collect()
+    };
+    let role_closure = closure(&graph, &role_nodes, Edge::Includes);
+    let perm_closure = closure(&graph, &perm_nodes, Edge::Implies);
+
+    // Matrices: cells as nodes, tables from the cells.
+    let ne = model.effects.len();
+    let mut matrices = Vec::new();
+    let mut cell_nodes: Vec<Vec<NodeIndex>> = Vec::new();
+    for (mi, m) in model.matrices.iter().enumerate() {
+        let mut table = MatrixTable {
+            allow: vec![0; model.intents.len()],
+            confirm: vec![0; model.intents.len()],
+            cell_rule: Vec::with_capacity(model.intents.len() * ne),
+        };
+        let mut nodes = Vec::new();
+        for (i, row) in m.cells.iter().enumerate() {
+            for (e, (cell, span)) in row.iter().enumerate() {
+                let n = graph.add_node(Node::Cell {
+                    matrix: u16::try_from(mi).unwrap_or(u16::MAX),
+                    intent: idx8(i),
+                    effect: idx8(e),
+                    cell: *cell,
+                });
+                graph.add_edge(n, intent_nodes[i], Edge::ForIntent);
+                graph.add_edge(n, effect_nodes[e], Edge::OnEffect);
+                nodes.push(n);
+                table.cell_rule.push(rules.add(
+                    Some(*span),
+                    RuleKind::Cell {
+                        matrix: u16::try_from(mi).unwrap_or(u16::MAX),
+                        intent: idx8(i),
+                    },
+                ));
+            }
+        }
+        cell_nodes.push(nodes);
+        matrices.push(table);
+    }
+
+    let all_effects = if ne >= 64 { u64::MAX } else { (1u64 << ne) - 1 };
+    let mut modes = Vec::new();
+    for (i, m) in model.modes.iter().enumerate() {
+        let node = graph.add_node(Node::Mode(idx8(i)));
+        if let Some((mx, _)) = m.matrix {
+            for &c in &cell_nodes[mx] {
+                graph.add_edge(node, c, Edge::Uses);
+            }
+        }
+        if let Some((effects, _)) = &m.restrict {
+            for &e in effects {
+                graph.add_edge(node, effect_nodes[e], Edge::Restricts);
+            }
+        }
+        if let Some((effects, _)) = &m.confirm {
+            for &e in effects {
+                graph.add_edge(node, effect_nodes[e], Edge::Confirms);
+            }
+        }
+        modes.push(ModeRow {
+            name: m.name.name.as_str().into(),
+            restrict: m.restrict.as_ref().map_or(all_effects, |(e, _)| mask(e)),
+            rule_restrict: rules.add(m.restrict.as_ref().map(|(_, s)| *s), RuleKind::Restrict),
+            confirm: m.confirm.as_ref().map_or(0, |(e, _)| mask(e)),
+            rule_confirm: rules.add(m.confirm.as_ref().map(|(_, s)| *s), RuleKind::ModeConfirm),
+            matrix: m.matrix.map(|(x, _)| u16::try_from(x).unwrap_or(u16::MAX)),
+            rule_no_matrix: rules.add(Some(m.name.span), RuleKind::NoMatrix),
+        });
+    }
+
+    // Derive each matrix's masks from its cell nodes (the graph is the source of truth).
+    for (mi, nodes) in cell_nodes.iter().enumerate() {
+        for &n in nodes {
+            if let Node::Cell {
+                intent,
+                effect,
+                cell,
+                ..
+            } = graph[n]
+            {
+                let bit = 1u64 << effect.min(63);
+                match cell {
+                    Cell::Allow => matrices[mi].allow[intent as usize] |= bit,
+                    Cell::Confirm => {
+                        matrices[mi].allow[intent as usize] |= bit;
+                        matrices[mi].confirm[intent as usize] |= bit;
+                    }
+                    Cell::Deny => {}
+                }
+            }
+        }
+    }
+
+    let unknown_rule = rules.add(model.unknown_span, RuleKind::UnknownDeny);
+    let row_of = |attrs: &AttrModel, decl_span: Span, kind: RuleKind, rules: &mut RuleTable| {
+        let attrs = attrs.or(&model.defaults);
+        let mut roles = attrs.roles.as_ref().map(|(ids, _)| {
+            let mut set = BitSet::new(model.roles.len());
+            for &r in ids {
+                set.insert(r);
+            }
+            set
+        });
+        if roles.as_ref().is_some_and(|r| r.is_empty()) {
+            // `roles` with every name undefined cannot occur in a checked model; an empty
+            // list never matches.
+            roles = Some(BitSet::new(model.roles.len()));
+        }
+        let mut perms = BitSet::new(model.permissions.len());
+        if let Some((ids, _)) = &attrs.permissions {
+            for &p in ids {
+                perms.insert(p);
+            }
+        }
+        ToolRow {
+            effect: idx8(attrs.effect.map_or(0, |(e, _)| e)),
+            roles,
+            perms,
+            tenant_required: attrs.tenant_required.is_some(),
+            requires: attrs
+                .requires
+                .as_ref()
+                .map(|(r, _)| r.iter().map(|s| s.as_str().into()).collect())
+                .unwrap_or_default(),
+            confirm_always: attrs.confirm_always.is_some(),
+            enabled: attrs.enabled.is_none_or(|(v, _)| v),
+            rule_decl: rules.add(Some(decl_span), kind),
+            rule_disabled: rules.add(attrs.enabled.map(|(_, s)| s), RuleKind::Disabled),
+            rule_tenant: rules.add(attrs.tenant_required, RuleKind::TenantRequired),
+            rule_roles: rules.add(attrs.roles.as_ref().map(|(_, s)| *s), RuleKind::Roles),
+            rule_perms: rules.add(
+                attrs.permissions.as_ref().map(|(_, s)| *s),
+                RuleKind::Permissions,
+            ),
+            rule_confirm: rules.add(attrs.confirm_always, RuleKind::ConfirmAlways),
+            rule_requires: rules.add(attrs.requires.as_ref().map(|(_, s)| *s), RuleKind::Requires),
+        }
+    };
+
+    let mut tools = Vec::with_capacity(model.tools.len());
+    let mut tool_index = HashMap::with_capacity(model.tools.len());
+    for (i, t) in model.tools.iter().enumerate() {
+        let row = row_of(&t.attrs, t.span, RuleKind::ToolDecl, &mut rules);
+        let node = graph.add_node(Node::Tool(idx32(i)));
+        link_attrs(
+            &mut graph,
+            node,
+            &row,
+            &effect_nodes,
+            &role_nodes,
+            &perm_nodes,
+        );
+        tool_index.insert(t.name.name.as_str().into(), idx32(i));
+        tools.push((t.name.name.as_str().into(), row));
+    }
+    let mut patterns: Vec<PatternRow> = Vec::with_capacity(model.patterns.len());
+    for (i, p) in model.patterns.iter().enumerate() {
+        let row = row_of(&p.attrs, p.span, RuleKind::PatternDecl, &mut rules);
+        let node = graph.add_node(Node::Pattern(idx32(i)));
+        link_attrs(
+            &mut graph,
+            node,
+            &row,
+            &effect_nodes,
+            &role_nodes,
+            &perm_nodes,
+        );
+        patterns.push(PatternRow {
+            glob: p.glob.name.as_str().into(),
+            row,
+            source_index: idx32(i),
+        });
+    }
+    // Precedence: longest literal text first, then source order.
+    patterns.sort_by_key(|p| {
+        let lit = p.glob.chars().filter(|c| *c != '*').count();
+        (std::cmp::Reverse(lit), p.source_index)
+    });
+    let defaults = model.unknown_allow.then(|| {
+        let span = model.unknown_span.unwrap_or_default();
+        row_of(&AttrModel::default(), span, RuleKind::Defaults, &mut rules)
+    });
+
+    let read_only_effect = model
+        .effects
+        .iter()
+        .position(|e| e.name == "none")
+        .unwrap_or(0);
+
+    let tables = Tables {
+        effects: model
+            .effects
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        read_only_effect: idx8(read_only_effect),
+        intents: model
+            .intents
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        tools,
+        tool_index,
+        patterns,
+        matrices,
+        matrix_names: model
+            .matrices
+            .iter()
+            .map(|m| m.name.name.as_str().into())
+            .collect(),
+        modes,
+        default_mode: model.default_mode.map(|(i, _)| idx8(i)),
+        roles: model.roles.iter().map(|s| s.name.as_str().into()).collect(),
+        role_closure,
+        permissions: model
+            .permissions
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        perm_closure,
+        tiers: model.tiers.iter().map(|s| s.name.as_str().into()).collect(),
+        rule_tiers: rules.add(model.tiers_span, RuleKind::Tiers),
+        prefix: model.prefix.as_ref().map(|p| p.name.as_str().into()),
+        rule_unknown: unknown_rule,
+        defaults,
+        confirm_fields: model
+            .confirm_fields
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        rule_confirm_fields: rules.add(
+            model.confirm_fields.first().map(|s| s.span),
+            RuleKind::ConfirmFields,
+        ),
+        tenant_arg: model.tenant_arg.as_ref().map(|s| s.name.as_str().into()),
+        rule_tenant_arg: rules.add(
+            model.tenant_arg.as_ref().map(|s| s.span),
+            RuleKind::TenantArg,
+        ),
+        limit: model
+            .limit
+            .map(|(n, _)| u32::try_from(n).unwrap_or(u32::MAX)),
+        rule_limit: rules.add(model.limit.map(|(_, s)| s), RuleKind::Limit),
+        rules: rules.0,
+    };
+    Compiled {
+        graph,
+        tables,
+        classifier: Classifier::build(model),
+    }
+}
+
+fn link_attrs(
+    graph: &mut DiGraph<Node, Edge>,
+    node: NodeIndex,
+    row: &ToolRow,
+    effects: &[NodeIndex],
+    roles: &[NodeIndex],
+    perms: &[NodeIndex],
+) {
+    if let Some(&e) = effects.get(row.effect as usize) {
+        graph.add_edge(node, e, Edge::HasEffect);
+    }
+    if let Some(r) = &row.roles {
+        for i in r.iter() {
+            graph.add_edge(node, roles[i], Edge::Accepts);
+        }
+    }
+    for i in row.perms.iter() {
+        graph.add_edge(node, perms[i], Edge::Requires);
+    }
+}

@@ -1,0 +1,797 @@
+//! The evaluator: `offer` (schema visibility, stages 1–7) and `check_call` (the execution
+//! guard, stages 1–11) over a compiled policy's tables.
+//!
+//! A request is bound to the policy once per call ([`Policy::offer`] binds, then decides each
+//! tool with a few bit operations and one hash lookup, allocating only the result).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::classify::Intent;
+use crate::compile::{glob_match, BitSet, ToolRow};
+use crate::decision::{
+    Decision, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
+};
+use crate::limits;
+use crate::policy::Policy;
+
+/// Who is asking, in which mode: the inputs of a decision besides the tool and the intent.
+///
+/// Built with chained setters:
+///
+/// ```
+/// use toolwarden::Request;
+/// let request = Request::new("supervised")
+///     .roles(["accountant"])
+///     .permissions(["invoices.view"])
+///     .tenant("b-42")
+///     .connectors("session", ["github"])
+///     .forced(["delete_invoice"]);
+/// assert_eq!(request.mode(), Some("supervised"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Request {
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    roles: Vec<String>,
+    #[serde(default)]
+    permissions: Vec<String>,
+    #[serde(default)]
+    tenant: Option<String>,
+    /// `(tier, servers)` for each tier the request sets; a tier set to `[]` allows zero
+    /// connectors.
+    #[serde(default)]
+    connectors: Vec<(String, Vec<String>)>,
+    #[serde(default)]
+    forced: Vec<String>,
+}
+
+impl Request {
+    /// A request in execution mode `mode`.
+    pub fn new(mode: impl Into<String>) -> Request {
+        Request {
+            mode: Some(mode.into()),
+            ..Request::default()
+        }
+    }
+
+    /// A request in the policy's `default mode`.
+    pub fn default_mode() -> Request {
+        Request::default()
+    }
+
+    /// Sets the principal's roles (unknown role names are ignored).
+    pub fn roles<I, S>(mut self, roles: I) -> Request
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.roles = roles.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the principal's permissions (unknown names are ignored).
+    pub fn permissions<I, S>(mut self, permissions: I) -> Request
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.permissions = permissions.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the session's tenant (seed 001's `business_id`).
+    pub fn tenant(mut self, tenant: impl Into<String>) -> Request {
+        self.tenant = Some(tenant.into());
+        self
+    }
+
+    /// Sets the connector allowlist of one tier (seed 000). An empty list means "zero
+    /// connectors", never "unrestricted"; a tier left unset declares nothing.
+    pub fn connectors<I, S>(mut self, tier: impl Into<String>, servers: I) -> Request
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let tier = tier.into();
+        let servers: Vec<String> = servers.into_iter().map(Into::into).collect();
+        match self.connectors.iter_mut().find(|(t, _)| *t == tier) {
+            Some(slot) => slot.1 = servers,
+            None => self.connectors.push((tier, servers)),
+        }
+        self
+    }
+
+    /// Sets the tool names exempt from the intent stage (seed 001's `force_tool_names`, e.g. a
+    /// confirmation in flight). Forced names still pass stages 1–6.
+    pub fn forced<I, S>(mut self, names: I) -> Request
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.forced = names.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The mode, or `None` for the policy's default mode.
+    pub fn mode(&self) -> Option<&str> {
+        self.mode.as_deref()
+    }
+
+    /// The roles as given.
+    pub fn role_names(&self) -> &[String] {
+        &self.roles
+    }
+
+    /// The permissions as given.
+    pub fn permission_names(&self) -> &[String] {
+        &self.permissions
+    }
+
+    /// The tenant, when set.
+    pub fn tenant_id(&self) -> Option<&str> {
+        self.tenant.as_deref()
+    }
+
+    /// The tiers set, with their servers.
+    pub fn connector_tiers(&self) -> &[(String, Vec<String>)] {
+        &self.connectors
+    }
+
+    /// The forced names.
+    pub fn forced_names(&self) -> &[String] {
+        &self.forced
+    }
+}
+
+/// A request that does not fit the policy. Unknown roles and permissions are not errors (they
+/// grant nothing); an unknown mode, tier or intent is, since no decision could be right.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The mode is not declared.
+    #[error("unknown mode `{mode}`; the policy declares {known}")]
+    UnknownMode {
+        /// The mode asked for.
+        mode: String,
+        /// The declared modes, as a readable list.
+        known: String,
+    },
+    /// No mode was given and the policy has no `default mode`.
+    #[error("no mode given and the policy has no `default mode`; modes are {known}")]
+    NoMode {
+        /// The declared modes, as a readable list.
+        known: String,
+    },
+    /// A connector tier is not declared in `tiers`.
+    #[error("unknown connector tier `{tier}`; the policy declares {known}")]
+    UnknownTier {
+        /// The tier named.
+        tier: String,
+        /// The declared tiers, as a readable list.
+        known: String,
+    },
+    /// The intent is not declared.
+    #[error("unknown intent `{intent}`; the policy declares {known}")]
+    UnknownIntent {
+        /// The intent named.
+        intent: String,
+        /// The declared intents, as a readable list.
+        known: String,
+    },
+}
+
+fn known(names: &[Box<str>]) -> String {
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A request bound to one policy: names resolved to indexes and closed sets.
+pub(crate) struct Bound<'r> {
+    pub mode: usize,
+    pub roles: BitSet,
+    pub perms: BitSet,
+    pub tenant: Option<&'r str>,
+    /// The deciding tier and its servers; `None` = unrestricted.
+    pub allowlist: Option<(usize, &'r [String])>,
+    pub forced: &'r [String],
+    /// Effects the intent row(s) offer (all effects when the mode has no matrix).
+    pub allow_mask: u64,
+    /// Effects whose intent cell is `confirm`.
+    pub confirm_mask: u64,
+    /// The intent index deciding the cell rule (the first intent).
+    pub intent: Option<usize>,
+    pub intent_mask: u64,
+}
+
+impl Policy {
+    /// Resolves a request and an intent against this policy.
+    pub(crate) fn bind<'r>(
+        &self,
+        request: &'r Request,
+        intent: &Intent,
+    ) -> Result<Bound<'r>, RequestError> {
+        let t = self.tables();
+        let mode = match request.mode.as_deref() {
+            Some(m) => t
+                .modes
+                .iter()
+                .position(|row| &*row.name == m)
+                .ok_or_else(|| RequestError::UnknownMode {
+                    mode: m.to_string(),
+                    known: known(&t.modes.iter().map(|m| m.name.clone()).collect::<Vec<_>>()),
+                })?,
+            None => t
+                .default_mode
+                .map(usize::from)
+                .ok_or_else(|| RequestError::NoMode {
+                    known: known(&t.modes.iter().map(|m| m.name.clone()).collect::<Vec<_>>()),
+                })?,
+        };
+        let mut roles = BitSet::new(t.roles.len());
+        for r in &request.roles {
+            if let Some(i) = t.roles.iter().position(|x| **x == **r) {
+                roles.union_with(&t.role_closure[i]);
+            }
+        }
+        let mut perms = BitSet::new(t.permissions.len());
+        for p in &request.permissions {
+            if let Some(i) = t.permissions.iter().position(|x| **x == **p) {
+                perms.union_with(&t.perm_closure[i]);
+            }
+        }
+        for (tier, _) in &request.connectors {
+            if !t.tiers.iter().any(|x| **x == **tier) {
+                return Err(RequestError::UnknownTier {
+                    tier: tier.clone(),
+                    known: known(&t.tiers),
+                });
+            }
+        }
+        // Seed 000: the first tier, in precedence order, that the request sets decides.
+        let allowlist = t.tiers.iter().enumerate().find_map(|(i, tier)| {
+            request
+                .connectors
+                .iter()
+                .find(|(name, _)| **name == **tier)
+                .map(|(_, servers)| (i, servers.as_slice()))
+        });
+        let row = &t.modes[mode];
+        let mut intent_mask = 0u64;
+        let mut first_intent = None;
+        for name in &intent.intents {
+            match t.intents.iter().position(|x| **x == **name) {
+                Some(i) => {
+                    intent_mask |= 1u64 << (i as u32).min(63);
+                    first_intent.get_or_insert(i);
+                }
+                None => {
+                    return Err(RequestError::UnknownIntent {
+                        intent: name.clone(),
+                        known: known(&t.intents),
+                    })
+                }
+            }
+        }
+        let (allow_mask, confirm_mask) = match row.matrix {
+            None => (u64::MAX, 0),
+            Some(m) => {
+                let table = &t.matrices[m as usize];
+                let mut allow = 0u64;
+                let mut confirm = 0u64;
+                for i in 0..t.intents.len().min(64) {
+                    if intent_mask & (1u64 << i) != 0 {
+                        allow |= table.allow[i];
+                        confirm |= table.confirm[i];
+                    }
+                }
+                (allow, confirm)
+            }
+        };
+        Ok(Bound {
+            mode,
+            roles,
+            perms,
+            tenant: request.tenant.as_deref(),
+            allowlist,
+            forced: &request.forced,
+            allow_mask,
+            confirm_mask,
+            intent: first_intent,
+            intent_mask,
+        })
+    }
+
+    /// Resolves a tool name to its row: a declared tool, else the first pattern in precedence
+    /// order, else the defaults under `unknown allow`.
+    pub(crate) fn resolve_tool(&self, name: &str) -> (ToolMatch, Option<&ToolRow>) {
+        let t = self.tables();
+        if let Some(&i) = t.tool_index.get(name) {
+            return (ToolMatch::Declared(i), Some(&t.tools[i as usize].1));
+        }
+        for p in &t.patterns {
+            if glob_match(&p.glob, name) {
+                return (ToolMatch::Pattern(p.source_index), Some(&p.row));
+            }
+        }
+        match &t.defaults {
+            Some(row) => (ToolMatch::Defaults, Some(row)),
+            None => (ToolMatch::Unknown, None),
+        }
+    }
+
+    /// The server of an `mcp__<server>__<tool>` name, or `None` when the name is not shaped so
+    /// (no prefix declared, prefix absent, empty server or tool segment). Seed 000: split on
+    /// `__` into at most three parts, so a tool segment keeps any further `__`.
+    pub fn connector_server<'n>(&self, name: &'n str) -> Option<&'n str> {
+        let prefix = self.tables().prefix.as_deref()?;
+        let rest = name.strip_prefix(prefix)?;
+        let (server, tool) = rest.split_once("__")?;
+        (!server.is_empty() && !tool.is_empty()).then_some(server)
+    }
+
+    /// Stages 1–7 for one tool name.
+    pub(crate) fn decide(&self, b: &Bound<'_>, name: &str) -> ToolDecision {
+        let t = self.tables();
+        let deny = |stage, rule, matched| ToolDecision {
+            decision: Decision::Deny,
+            stage: Some(stage),
+            rule,
+            matched,
+        };
+        // 1. identity
+        let (matched, row) = self.resolve_tool(name);
+        let Some(row) = row else {
+            return deny(Stage::Identity, t.rule_unknown, matched);
+        };
+        if !row.enabled {
+            return deny(Stage::Identity, row.rule_disabled, matched);
+        }
+        // 2. connector
+        if let Some((_, servers)) = b.allowlist {
+            if let Some(server) = self.connector_server(name) {
+                if !servers.iter().any(|s| s == server) {
+                    return deny(Stage::Connector, t.rule_tiers, matched);
+                }
+            }
+        }
+        // 3. tenant
+        if row.tenant_required && b.tenant.is_none() {
+            return deny(Stage::Tenant, row.rule_tenant, matched);
+        }
+        // 4. role
+        if let Some(roles) = &row.roles {
+            if !roles.intersects(&b.roles) {
+                return deny(Stage::Role, row.rule_roles, matched);
+            }
+        }
+        // 5. permission
+        if !row.perms.is_subset(&b.perms) {
+            return deny(Stage::Permission, row.rule_perms, matched);
+        }
+        // 6. mode ceiling (forced names too)
+        let mode = &t.modes[b.mode];
+        let bit = 1u64 << row.effect.min(63);
+        if mode.restrict & bit == 0 {
+            return deny(Stage::Mode, mode.rule_restrict, matched);
+        }
+        // 7. intent
+        let forced = b.forced.iter().any(|f| f == name);
+        if b.allow_mask & bit == 0 && !forced {
+            return deny(Stage::Intent, self.cell_rule(b, row.effect), matched);
+        }
+        // Confirmation: cell, mode list, or the tool itself.
+        let confirm_rule = if b.confirm_mask & bit != 0 && b.allow_mask & bit != 0 {
+            Some(self.cell_rule(b, row.effect))
+        } else if mode.confirm & bit != 0 {
+            Some(mode.rule_confirm)
+        } else if row.confirm_always {
+            Some(row.rule_confirm)
+        } else {
+            None
+        };
+        match confirm_rule {
+            Some(rule) => ToolDecision {
+                decision: Decision::Confirm,
+                stage: Some(Stage::Confirmation),
+                rule,
+                matched,
+            },
+            None => ToolDecision {
+                decision: Decision::Allow,
+                stage: None,
+                rule: row.rule_decl,
+                matched,
+            },
+        }
+    }
+
+    /// The matrix cell rule for the bound intent(s) and an effect: the first intent whose cell
+    /// is not `deny`, else the first intent's cell.
+    fn cell_rule(&self, b: &Bound<'_>, effect: u8) -> RuleId {
+        let t = self.tables();
+        let mode = &t.modes[b.mode];
+        let Some(m) = mode.matrix else {
+            return mode.rule_no_matrix;
+        };
+        let table = &t.matrices[m as usize];
+        let ne = t.effects.len();
+        let bit = 1u64 << effect.min(63);
+        let intent = (0..t.intents.len().min(64))
+            .filter(|i| b.intent_mask & (1u64 << i) != 0)
+            .find(|&i| table.allow[i] & bit != 0)
+            .or(b.intent)
+            .unwrap_or(0);
+        table
+            .cell_rule
+            .get(intent * ne + effect as usize)
+            .copied()
+            .unwrap_or(mode.rule_no_matrix)
+    }
+
+    /// Decides which of `tools` the model may see (DESIGN.md, "Semantics of offer").
+    ///
+    /// Takes the request, the query's intent (from [`Policy::classify`] or [`Intent::named`])
+    /// and the tool names; returns one decision per name, in input order. An unknown name is an
+    /// ordinary `deny` at stage `identity`. Allocates only the result.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] when the request names a mode, tier or intent the policy does not
+    /// declare.
+    pub fn offer<'t, I>(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tools: I,
+    ) -> Result<Offer<'t>, RequestError>
+    where
+        I: IntoIterator<Item = &'t str>,
+    {
+        let bound = self.bind(request, intent)?;
+        let iter = tools.into_iter();
+        let mut entries = Vec::with_capacity(iter.size_hint().0);
+        for name in iter {
+            entries.push((name, self.decide(&bound, name)));
+        }
+        Ok(Offer { entries })
+    }
+
+    /// Decides one tool name (stages 1–7), as `offer` would.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn decide_tool(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tool: &str,
+    ) -> Result<ToolDecision, RequestError> {
+        let bound = self.bind(request, intent)?;
+        Ok(self.decide(&bound, tool))
+    }
+
+    /// Judges one tool call: stages 1–7 exactly as in `offer`, then tenant argument, required
+    /// arguments, confirmation and the per-turn limit (DESIGN.md, "Semantics of check_call").
+    /// An allowed call increments `turn` when it is transactional.
+    ///
+    /// `args` should be a JSON object; anything else is denied at stage `requires`.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_with(request, intent, turn, tool, args, None)
+    }
+
+    /// [`Policy::check_call`] for a call that answers a pending confirmation: when the call is
+    /// confirmed, its tool and arguments (confirmation fields removed) must match `pending`'s
+    /// digest, or it is denied at stage `confirmation`.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call_with(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, RequestError> {
+        let bound = self.bind(request, intent)?;
+        let t = self.tables();
+        let d = self.decide(&bound, tool);
+        let (_, row) = self.resolve_tool(tool);
+        let effect = row.map(|r| t.effects[r.effect as usize].to_string());
+        let read_only = row.map(|r| r.effect == t.read_only_effect);
+        let mut verdict = Verdict {
+            decision: d.decision,
+            tool: tool.to_string(),
+            stage: d.stage,
+            reason: String::new(),
+            effect,
+            operation_type: read_only.map(|r| if r { "read_only" } else { "transactional" }),
+            source: self.rule_source(d.rule).map(|l| l.to_string()),
+            args_for_execution: None,
+            pending: None,
+            missing: Vec::new(),
+            confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
+        };
+        let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {
+            v.decision = Decision::Deny;
+            v.stage = Some(stage);
+            v.source = self.rule_source(rule).map(|l| l.to_string());
+            v.reason = reason;
+            v
+        };
+        if d.decision == Decision::Deny {
+            verdict.reason = self.reason(tool, &d, request);
+            return Ok(verdict);
+        }
+        let Some(row) = row else {
+            verdict.reason = self.reason(tool, &d, request);
+            return Ok(verdict);
+        };
+        // Arguments must be a JSON object of bounded depth.
+        let Some(obj) = args.as_object() else {
+            let reason = format!(
+                "arguments of `{tool}` must be a JSON object, not {}",
+                json_kind(args)
+            );
+            return Ok(deny(verdict, Stage::Requires, row.rule_decl, reason));
+        };
+        if json_depth(args) > limits::MAX_ARGS_DEPTH {
+            let reason = format!(
+                "arguments of `{tool}` are nested deeper than {} levels",
+                limits::MAX_ARGS_DEPTH
+            );
+            return Ok(deny(verdict, Stage::Requires, row.rule_decl, reason));
+        }
+        // 8. tenant argument
+        if let Some(arg) = t.tenant_arg.as_deref() {
+            if let Some(value) = obj.get(arg).filter(|v| !v.is_null()) {
+                let given = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if bound.tenant != Some(given.as_str()) {
+                    let reason = match bound.tenant {
+                        Some(own) => format!(
+                            "argument `{arg}` names tenant `{given}`, but this session's tenant is `{own}`"
+                        ),
+                        None => format!(
+                            "argument `{arg}` names tenant `{given}`, but this session has no tenant"
+                        ),
+                    };
+                    return Ok(deny(verdict, Stage::TenantArg, t.rule_tenant_arg, reason));
+                }
+            }
+        }
+        // 9. required arguments
+        let missing: Vec<String> = row
+            .requires
+            .iter()
+            .filter(|r| obj.get(&***r).is_none_or(Value::is_null))
+            .map(|r| r.to_string())
+            .collect();
+        if !missing.is_empty() {
+            let list = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let reason = format!(
+                "`{tool}` requires argument{} {list}",
+                if missing.len() == 1 { "" } else { "s" }
+            );
+            let mut v = deny(verdict, Stage::Requires, row.rule_requires, reason);
+            v.missing = missing;
+            return Ok(v);
+        }
+        // 10. confirmation
+        let mut exec_args = obj.clone();
+        let mut confirmed = false;
+        for field in &t.confirm_fields {
+            if let Some(v) = exec_args.remove(&**field) {
+                confirmed |= v == Value::Bool(true);
+            }
+        }
+        if d.decision == Decision::Confirm {
+            let digest = self.call_digest(tool, &exec_args);
+            if !confirmed {
+                let fields = t
+                    .confirm_fields
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ");
+                verdict.reason = if fields.is_empty() {
+                    format!("`{tool}` needs confirmation ({}) and the policy declares no `confirm fields`", self.reason(tool, &d, request))
+                } else {
+                    format!(
+                        "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({})",
+                        self.reason(tool, &d, request)
+                    )
+                };
+                verdict.pending = Some(PendingCall {
+                    tool: tool.to_string(),
+                    args: exec_args,
+                    digest,
+                    transaction_status: "AWAITING_CONFIRMATION".to_string(),
+                    policy: self.name().to_string(),
+                    policy_version: self.version(),
+                });
+                return Ok(verdict);
+            }
+            if let Some(p) = pending {
+                if p.digest != digest {
+                    let reason = if p.tool != tool {
+                        format!("the confirmation was for `{}`, not `{tool}`", p.tool)
+                    } else if p.policy != self.name() || p.policy_version != self.version() {
+                        "the pending call was made under another policy version; ask again"
+                            .to_string()
+                    } else {
+                        format!("the arguments of `{tool}` differ from the call the user confirmed")
+                    };
+                    return Ok(deny(
+                        verdict,
+                        Stage::Confirmation,
+                        t.rule_confirm_fields,
+                        reason,
+                    ));
+                }
+            }
+        }
+        // 11. turn limit
+        let transactional = row.effect != t.read_only_effect;
+        if transactional {
+            if let Some(limit) = t.limit {
+                if turn.transactional_calls >= limit {
+                    let reason = format!(
+                        "this turn already ran {} transactional call{}; the limit is {limit} per turn",
+                        turn.transactional_calls,
+                        if turn.transactional_calls == 1 { "" } else { "s" }
+                    );
+                    return Ok(deny(verdict, Stage::TurnLimit, t.rule_limit, reason));
+                }
+            }
+            turn.transactional_calls += 1;
+        }
+        verdict.decision = Decision::Allow;
+        verdict.stage = None;
+        verdict.reason = format!("`{tool}` may run");
+        verdict.source = self.rule_source(row.rule_decl).map(|l| l.to_string());
+        verdict.args_for_execution = Some(exec_args);
+        Ok(verdict)
+    }
+
+    /// Hex SHA-256 over the policy name and version, the tool name and the canonical (sorted
+    /// keys) JSON of the arguments.
+    fn call_digest(&self, tool: &str, args: &Map<String, Value>) -> String {
+        let canonical = serde_json::json!({
+            "policy": self.name(),
+            "version": self.version(),
+            "tool": tool,
+            "args": args,
+        });
+        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+        let hash = Sha256::digest(&bytes);
+        hash.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A one-sentence reason for a decision about `tool`.
+    pub fn reason(&self, tool: &str, d: &ToolDecision, request: &Request) -> String {
+        let t = self.tables();
+        let row = self.resolve_tool(tool).1;
+        let effect = row.map_or("?", |r| &*t.effects[r.effect as usize]);
+        let mode_name = request
+            .mode
+            .clone()
+            .or_else(|| self.default_mode().map(str::to_string))
+            .unwrap_or_default();
+        match (d.decision, d.stage) {
+            (Decision::Allow, _) => format!("`{tool}` ({effect}) is allowed"),
+            (_, Some(Stage::Identity)) => match d.matched {
+                ToolMatch::Unknown => format!("`{tool}` is not declared by the policy and unknown tools are denied"),
+                _ => format!("`{tool}` is disabled (`enabled false`)"),
+            },
+            (_, Some(Stage::Connector)) => {
+                let server = self.connector_server(tool).unwrap_or("");
+                let tier = self
+                    .bind(request, &Intent::named(""))
+                    .ok()
+                    .and_then(|b| b.allowlist)
+                    .or_else(|| {
+                        t.tiers.iter().enumerate().find_map(|(i, tier)| {
+                            request
+                                .connectors
+                                .iter()
+                                .find(|(n, _)| **n == **tier)
+                                .map(|(_, s)| (i, s.as_slice()))
+                        })
+                    })
+                    .map_or("request", |(i, _)| &*t.tiers[i]);
+                format!("Connector {server} is not enabled for this {tier}")
+            }
+            (_, Some(Stage::Tenant)) => format!("`{tool}` needs a tenant and the request has none"),
+            (_, Some(Stage::Role)) => {
+                let roles = row
+                    .and_then(|r| r.roles.as_ref())
+                    .map(|r| r.iter().map(|i| format!("`{}`", t.roles[i])).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                format!("`{tool}` needs one of the roles {roles}")
+            }
+            (_, Some(Stage::Permission)) => {
+                let perms = row
+                    .map(|r| r.perms.iter().map(|i| format!("`{}`", t.permissions[i])).collect::<Vec<_>>().join(", "))
+                    .unwrap_or_default();
+                format!("`{tool}` needs permission {perms}")
+            }
+            (_, Some(Stage::Mode)) => format!("mode `{mode_name}` does not allow effect `{effect}`"),
+            (_, Some(Stage::Intent)) => match t.rules.get(d.rule.0 as usize).map(|r| &r.kind) {
+                Some(crate::compile::RuleKind::Cell { matrix, intent }) => format!(
+                    "intent `{}` does not offer effect `{effect}` in mode `{mode_name}` (matrix `{}`)",
+                    t.intents[*intent as usize], t.matrix_names[*matrix as usize]
+                ),
+                _ => format!("the query's intent does not offer effect `{effect}` in mode `{mode_name}`"),
+            },
+            (Decision::Confirm, _) => {
+                let kind = t.rules.get(d.rule.0 as usize).map(|r| r.kind.clone());
+                match kind {
+                    Some(crate::compile::RuleKind::ConfirmAlways) => format!("`{tool}` says `confirm always`"),
+                    Some(crate::compile::RuleKind::ModeConfirm) => format!("mode `{mode_name}` confirms effect `{effect}`"),
+                    _ => format!("the matrix cell for effect `{effect}` is `confirm`"),
+                }
+            }
+            (_, Some(stage)) => format!("denied at stage `{stage}`"),
+            (_, None) => "denied".to_string(),
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Nesting depth of a JSON value (a scalar is 0), computed without recursion.
+fn json_depth(v: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        max = max.max(d);
+        if d > limits::MAX_ARGS_DEPTH {
+            return d;
+        }
+        match v {
+            Value::Array(a) => stack.extend(a.iter().map(|x| (x, d + 1))),
+            Value::Object(o) => stack.extend(o.values().map(|x| (x, d + 1))),
+            _ => {}
+        }
+    }
+    max
+}

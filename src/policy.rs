@@ -1,0 +1,260 @@
+//! [`Policy`]: a loaded, checked and compiled policy, immutable and cheap to share.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::check;
+use crate::classify::Intent;
+use crate::compile::{self, Compiled, Edge, Node};
+use crate::decision::RuleId;
+use crate::diagnostic::{Diagnostic, Location, PolicyError, Severity, Sources};
+use crate::syntax::{self, Origin};
+
+/// A compiled policy.
+///
+/// Immutable, `Send + Sync`, and a cheap clone (an `Arc` inside): compile once, share across
+/// threads and agents. Build it with [`Policy::from_file`] or [`Policy::parse`].
+#[derive(Clone, Debug)]
+pub struct Policy {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub name: String,
+    pub version: Option<u64>,
+    pub sources: Arc<Sources>,
+    pub warnings: Vec<Diagnostic>,
+    pub compiled: Compiled,
+}
+
+impl Policy {
+    /// Reads, checks and compiles the policy at `path`, following its `include`s (relative to
+    /// the including file).
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] holding every diagnostic found (an unreadable file is a diagnostic
+    /// too). A policy with errors is never returned.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    let d = Diagnostic::error(
+                        "unreadable",
+                        format!(
+                            "cannot read `{name}`: not valid UTF-8 (byte {})",
+                            e.utf8_error().valid_up_to()
+                        ),
+                    )
+                    .help("save the policy as UTF-8");
+                    return Err(PolicyError::new(vec![d], Arc::new(Sources::new())));
+                }
+            },
+            Err(e) => {
+                let d = Diagnostic::error(
+                    "unreadable",
+                    format!("cannot read `{name}`: {}", syntax::io_reason(&e)),
+                )
+                .help("check the path; policies are `.warden` text files");
+                return Err(PolicyError::new(vec![d], Arc::new(Sources::new())));
+            }
+        };
+        Policy::build(&name, &text, Origin::Path(path.to_path_buf()))
+    }
+
+    /// Checks and compiles policy text held in memory. `name` labels diagnostics
+    /// (`name:line:col`); `include`s resolve relative to `name`'s folder.
+    ///
+    /// # Errors
+    ///
+    /// A [`PolicyError`] holding every diagnostic found.
+    pub fn parse(text: &str, name: &str) -> Result<Policy, PolicyError> {
+        let dir = Path::new(name)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Policy::build(name, text, Origin::Memory(dir))
+    }
+
+    fn build(name: &str, text: &str, origin: Origin) -> Result<Policy, PolicyError> {
+        let mut sources = Sources::new();
+        let (files, mut diagnostics) = syntax::load(name, text, origin, &mut sources);
+        let syntax_failed = diagnostics.iter().any(|d| d.severity() == Severity::Error);
+        let (model, mut checked) = check::check(&files);
+        if syntax_failed {
+            // Semantic errors on a partial tree mislead (a missing declaration may only be
+            // missing because it did not parse); keep only the ones that cannot stem from that.
+            checked.retain(|d| !d.code().starts_with("missing"));
+        }
+        diagnostics.append(&mut checked);
+        let sources = Arc::new(sources);
+        if diagnostics.iter().any(|d| d.severity() == Severity::Error) {
+            return Err(PolicyError::new(diagnostics, sources));
+        }
+        crate::diagnostic::sort_diagnostics(&mut diagnostics);
+        let compiled = compile::compile(&model);
+        Ok(Policy {
+            inner: Arc::new(Inner {
+                name: model
+                    .name
+                    .as_ref()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default(),
+                version: model.version,
+                sources,
+                warnings: diagnostics,
+                compiled,
+            }),
+        })
+    }
+
+    pub(crate) fn tables(&self) -> &compile::Tables {
+        &self.inner.compiled.tables
+    }
+
+    /// The name from the `policy` declaration.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The version from the `policy` declaration, when given.
+    pub fn version(&self) -> Option<u64> {
+        self.inner.version
+    }
+
+    /// Warnings found while loading (errors never reach a `Policy`).
+    pub fn warnings(&self) -> &[Diagnostic] {
+        &self.inner.warnings
+    }
+
+    /// The source text of the policy and its includes.
+    pub fn sources(&self) -> &Sources {
+        &self.inner.sources
+    }
+
+    /// Declared effects, in declaration order.
+    pub fn effects(&self) -> impl Iterator<Item = &str> {
+        self.tables().effects.iter().map(|s| &**s)
+    }
+
+    /// Declared intents, highest priority first.
+    pub fn intents(&self) -> impl Iterator<Item = &str> {
+        self.tables().intents.iter().map(|s| &**s)
+    }
+
+    /// Declared modes, in declaration order.
+    pub fn modes(&self) -> impl Iterator<Item = &str> {
+        self.tables().modes.iter().map(|m| &*m.name)
+    }
+
+    /// The `default mode`, when declared.
+    pub fn default_mode(&self) -> Option<&str> {
+        let t = self.tables();
+        t.default_mode.map(|m| &*t.modes[m as usize].name)
+    }
+
+    /// Declared tool names, in declaration order.
+    pub fn tools(&self) -> impl Iterator<Item = &str> {
+        self.tables().tools.iter().map(|(n, _)| &**n)
+    }
+
+    /// Declared `match` patterns, in declaration order.
+    pub fn patterns(&self) -> Vec<&str> {
+        let mut p: Vec<_> = self.tables().patterns.iter().collect();
+        p.sort_by_key(|p| p.source_index);
+        p.into_iter().map(|p| &*p.glob).collect()
+    }
+
+    /// Declared roles.
+    pub fn roles(&self) -> impl Iterator<Item = &str> {
+        self.tables().roles.iter().map(|s| &**s)
+    }
+
+    /// Declared permissions (named in a `permission` statement or implied by one).
+    pub fn permissions(&self) -> impl Iterator<Item = &str> {
+        self.tables().permissions.iter().map(|s| &**s)
+    }
+
+    /// Declared connector tiers, highest precedence first.
+    pub fn tiers(&self) -> impl Iterator<Item = &str> {
+        self.tables().tiers.iter().map(|s| &**s)
+    }
+
+    /// The `intents` a query with no keyword hit gets (`fallback`), or `""` without intents.
+    pub fn fallback_intent(&self) -> Intent {
+        self.classify("")
+    }
+
+    /// The number of keyword entries (each language's strings; negators not counted).
+    pub fn keyword_count(&self) -> usize {
+        self.inner.compiled.classifier.keyword_count()
+    }
+
+    /// Classifies a query into the intent that gates tools (see [`crate::classify`]).
+    ///
+    /// Never fails: any text classifies, in time linear in its length; text over
+    /// [`crate::limits::MAX_QUERY_BYTES`] is cut there (`Intent::truncated`).
+    pub fn classify(&self, query: &str) -> Intent {
+        self.inner.compiled.classifier.classify(query)
+    }
+
+    /// The `file:line:col` of a rule, or `None` for a rule the text does not spell out (such as
+    /// the implicit `unknown deny`).
+    pub fn rule_source(&self, rule: RuleId) -> Option<Location> {
+        let info = self.tables().rules.get(rule.0 as usize)?;
+        info.span.map(|s| self.inner.sources.location(s))
+    }
+
+    /// The policy text of a rule (the span's source), or `""`.
+    pub fn rule_text(&self, rule: RuleId) -> &str {
+        self.tables()
+            .rules
+            .get(rule.0 as usize)
+            .and_then(|r| r.span)
+            .map_or("", |s| self.inner.sources.slice(s))
+    }
+
+    /// The decision graph: node and edge lists, for `graph` and `explain`.
+    pub fn graph(&self) -> &petgraph::graph::DiGraph<Node, Edge> {
+        &self.inner.compiled.graph
+    }
+
+    /// Approximate heap bytes held by the compiled tables (tools, patterns, closures, matrices,
+    /// rule table), not counting the source text, graph or keyword automaton.
+    pub fn table_heap_bytes(&self) -> usize {
+        let t = self.tables();
+        let row = |r: &compile::ToolRow| {
+            std::mem::size_of::<compile::ToolRow>()
+                + r.perms.heap_bytes()
+                + r.roles.as_ref().map_or(0, |b| b.heap_bytes())
+                + r.requires.iter().map(|s| s.len() + 16).sum::<usize>()
+        };
+        t.tools
+            .iter()
+            .map(|(n, r)| n.len() + 16 + row(r))
+            .sum::<usize>()
+            + t.tool_index.len() * 40
+            + t.tools.iter().map(|(n, _)| n.len()).sum::<usize>()
+            + t.patterns
+                .iter()
+                .map(|p| p.glob.len() + row(&p.row))
+                .sum::<usize>()
+            + t.role_closure
+                .iter()
+                .map(|b| b.heap_bytes() + 16)
+                .sum::<usize>()
+            + t.perm_closure
+                .iter()
+                .map(|b| b.heap_bytes() + 16)
+                .sum::<usize>()
+            + t.matrices
+                .iter()
+                .map(|m| (m.allow.len() * 16) + m.cell_rule.len() * 4)
+                .sum::<usize>()
+            + t.rules.len() * std::mem::size_of::<compile::RuleInfo>()
+    }
+}

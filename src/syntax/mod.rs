@@ -1,0 +1,203 @@
+//! Text to syntax tree: the pest grammar (`grammar/warden.pest`), the typed AST with byte spans,
+//! and the loader that follows `include` declarations.
+
+pub mod ast;
+mod parse;
+
+use std::path::{Path, PathBuf};
+
+use crate::diagnostic::{Diagnostic, Sources};
+use crate::limits;
+use ast::{Decl, PolicyFile};
+
+pub use parse::parse_file;
+
+/// Where a source came from, for resolving its includes.
+#[derive(Clone, Debug)]
+pub(crate) enum Origin {
+    /// A file on disk; includes resolve relative to its directory.
+    Path(PathBuf),
+    /// Text given in memory; includes resolve relative to this directory.
+    Memory(PathBuf),
+}
+
+impl Origin {
+    fn dir(&self) -> PathBuf {
+        match self {
+            Origin::Path(p) => p.parent().map(Path::to_path_buf).unwrap_or_default(),
+            Origin::Memory(dir) => dir.clone(),
+        }
+    }
+}
+
+/// Parses `text` (named `name`) and every file it includes, recursively.
+///
+/// Returns the parsed files, root first, each include after the file that includes it (depth
+/// first, in declaration order), plus every diagnostic: syntax errors, unreadable includes,
+/// include cycles (naming the cycle) and includes nested deeper than
+/// [`limits::MAX_INCLUDE_DEPTH`].
+pub(crate) fn load(
+    name: &str,
+    text: &str,
+    origin: Origin,
+    sources: &mut Sources,
+) -> (Vec<PolicyFile>, Vec<Diagnostic>) {
+    let mut files = Vec::new();
+    let mut diagnostics = Vec::new();
+    let mut stack = Vec::new();
+    if let Origin::Path(p) = &origin {
+        stack.push(canonical(p));
+    }
+    load_one(
+        name,
+        text,
+        &origin,
+        sources,
+        &mut stack,
+        &mut files,
+        &mut diagnostics,
+    );
+    (files, diagnostics)
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn load_one(
+    name: &str,
+    text: &str,
+    origin: &Origin,
+    sources: &mut Sources,
+    stack: &mut Vec<PathBuf>,
+    files: &mut Vec<PolicyFile>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let file = sources.add(name, text);
+    if text.len() > limits::MAX_POLICY_BYTES {
+        diagnostics.push(
+            Diagnostic::error(
+                "too-large",
+                format!(
+                    "policy file `{name}` is {} bytes, over the limit of {} bytes",
+                    text.len(),
+                    limits::MAX_POLICY_BYTES
+                ),
+            )
+            .help("split the policy into smaller files joined with `include`"),
+        );
+        return;
+    }
+    let (tree, mut diags) = parse_file(text, file);
+    diagnostics.append(&mut diags);
+    let includes: Vec<(String, ast::Span)> = tree
+        .decls
+        .iter()
+        .filter_map(|d| match d {
+            Decl::Include { path, .. } => Some((path.text.clone(), path.span)),
+            _ => None,
+        })
+        .collect();
+    files.push(tree);
+    let dir = origin.dir();
+    for (rel, span) in includes {
+        let path = dir.join(&rel);
+        let key = canonical(&path);
+        if let Some(pos) = stack.iter().position(|p| *p == key) {
+            let mut cycle: Vec<String> = stack[pos..].iter().map(|p| display_name(p)).collect();
+            cycle.push(display_name(&key));
+            diagnostics.push(
+                Diagnostic::error(
+                    "include-cycle",
+                    format!("include cycle: {}", cycle.join(" -> ")),
+                )
+                .at(span, "this include closes the cycle")
+                .help("remove one of the includes in the cycle; a file may be included once"),
+            );
+            continue;
+        }
+        if stack.len() >= limits::MAX_INCLUDE_DEPTH {
+            diagnostics.push(
+                Diagnostic::error(
+                    "include-depth",
+                    format!(
+                        "includes are nested more than {} deep",
+                        limits::MAX_INCLUDE_DEPTH
+                    ),
+                )
+                .at(span, "")
+                .help("flatten the include chain"),
+            );
+            continue;
+        }
+        let included = match std::fs::read(&path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(e) => {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "include-unreadable",
+                            format!(
+                                "cannot include `{rel}`: not valid UTF-8 (byte {})",
+                                e.utf8_error().valid_up_to()
+                            ),
+                        )
+                        .at(span, "")
+                        .help("save the file as UTF-8"),
+                    );
+                    continue;
+                }
+            },
+            Err(e) => {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "include-unreadable",
+                        format!(
+                            "cannot read included file `{}`: {}",
+                            path.display(),
+                            io_reason(&e)
+                        ),
+                    )
+                    .at(span, "included here")
+                    .help(format!(
+                        "the path is relative to the including file's folder `{}`",
+                        if dir.as_os_str().is_empty() {
+                            ".".to_string()
+                        } else {
+                            dir.display().to_string()
+                        }
+                    )),
+                );
+                continue;
+            }
+        };
+        stack.push(key);
+        let child_name = path.display().to_string();
+        load_one(
+            &child_name,
+            &included,
+            &Origin::Path(path),
+            sources,
+            stack,
+            files,
+            diagnostics,
+        );
+        stack.pop();
+    }
+}
+
+fn display_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A short, lower-case reason for an I/O error.
+pub(crate) fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => e.to_string().to_lowercase(),
+    }
+}

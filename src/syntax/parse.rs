@@ -1,0 +1,760 @@
+//! The pest parser and the AST builder: one `build_<rule>` function per grammar rule.
+//!
+//! Parsing never stops at the first syntax error: after an error the parser resumes at the next
+//! line that starts (in column 1) with a declaration keyword, so one run reports every broken
+//! declaration.
+
+use pest::error::{ErrorVariant, InputLocation};
+use pest::iterators::Pair;
+use pest::Parser;
+
+use super::ast::*;
+use crate::diagnostic::Diagnostic;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/warden.pest"]
+struct WardenParser;
+
+/// Keywords that start a top-level declaration; used to resume after a syntax error.
+const DECLARATION_KEYWORDS: &[&str] = &[
+    "policy",
+    "effects",
+    "intents",
+    "fallback",
+    "combine",
+    "keywords",
+    "negation",
+    "matrix",
+    "mode",
+    "default",
+    "roles",
+    "permission",
+    "tiers",
+    "connectors",
+    "unknown",
+    "defaults",
+    "confirm",
+    "tenant",
+    "limit",
+    "tool",
+    "match",
+    "include",
+    "accents",
+];
+
+/// Parses one file's text into a [`PolicyFile`].
+///
+/// Returns the tree (holding every declaration that parsed) and the diagnostics (syntax errors
+/// and malformed literals). The tree is only trustworthy when no diagnostic is an error.
+pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
+    let mut decls = Vec::new();
+    let mut diagnostics = Vec::new();
+    let mut base = 0usize;
+    loop {
+        let rest = &text[base..];
+        match WardenParser::parse(Rule::policy_file, rest) {
+            Ok(mut pairs) => {
+                if let Some(file_pair) = pairs.next() {
+                    let mut b = Builder {
+                        file,
+                        base,
+                        diagnostics: &mut diagnostics,
+                    };
+                    for pair in file_pair.into_inner() {
+                        if pair.as_rule() != Rule::EOI {
+                            if let Some(d) = b.build_decl(pair, text) {
+                                decls.push(d);
+                            }
+                        }
+                    }
+                }
+                break;
+            }
+            Err(err) => {
+                let pos = match err.location {
+                    InputLocation::Pos(p) => p,
+                    InputLocation::Span((p, _)) => p,
+                };
+                let at = base + pos;
+                diagnostics.push(syntax_error(&err.variant, text, at, file));
+                // Keep what parsed before the error: parse the prefix up to the resume point
+                // would need a second grammar entry; instead we re-parse declaration by
+                // declaration from `base` until the failing one.
+                salvage_prefix(text, base, at, file, &mut decls, &mut diagnostics);
+                match resume_point(text, at) {
+                    Some(next) => base = next,
+                    None => break,
+                }
+            }
+        }
+    }
+    let comments = scan_comments(text, file);
+    (
+        PolicyFile {
+            file,
+            decls,
+            comments,
+        },
+        diagnostics,
+    )
+}
+
+/// Parses the declarations that start between `base` and the error offset `at`, so a syntax
+/// error in one declaration does not hide the others from the checker.
+fn salvage_prefix(
+    text: &str,
+    base: usize,
+    at: usize,
+    file: FileId,
+    decls: &mut Vec<Decl>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    // Candidate declaration starts: lines in (base..at) beginning with a keyword.
+    let mut starts: Vec<usize> = vec![base];
+    let mut offset = base;
+    while let Some(next) = resume_point(text, offset) {
+        if next >= at {
+            break;
+        }
+        starts.push(next);
+        offset = next;
+    }
+    starts.push(at);
+    for w in starts.windows(2) {
+        let (start, end) = (w[0], w[1]);
+        let Some(chunk) = text.get(start..end) else {
+            continue;
+        };
+        if let Ok(mut pairs) = WardenParser::parse(Rule::policy_file, chunk) {
+            if let Some(file_pair) = pairs.next() {
+                let mut scratch = Vec::new();
+                let mut b = Builder {
+                    file,
+                    base: start,
+                    diagnostics: &mut scratch,
+                };
+                for pair in file_pair.into_inner() {
+                    if pair.as_rule() != Rule::EOI {
+                        if let Some(d) = b.build_decl(pair, text) {
+                            decls.push(d);
+                        }
+                    }
+                }
+                diagnostics.extend(scratch);
+            }
+        }
+    }
+}
+
+/// The byte offset of the next line after `at` that starts, in column 1, with a declaration
+/// keyword.
+fn resume_point(text: &str, at: usize) -> Option<usize> {
+    let mut offset = text.get(at..)?.find('\n').map(|i| at + i + 1)?;
+    while offset < text.len() {
+        let line_end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+        let line = &text[offset..line_end];
+        let word: String = line
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect();
+        if !word.is_empty() && DECLARATION_KEYWORDS.contains(&word.as_str()) {
+            return Some(offset);
+        }
+        offset = line_end + 1;
+    }
+    None
+}
+
+/// Finds `#` comments outside strings; returns their spans and text (without the `#`).
+fn scan_comments(text: &str, file: FileId) -> Vec<(Span, String)> {
+    let mut out = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut iter = text.char_indices();
+    while let Some((i, c)) = iter.next() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' || c == '\n' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '#' => {
+                let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
+                out.push((Span::new(file, i, end), text[i + 1..end].to_string()));
+                // Skip to the end of the comment.
+                for (j, _) in iter.by_ref() {
+                    if j + 1 >= end {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Builds a syntax-error diagnostic with human names for what was expected.
+fn syntax_error(variant: &ErrorVariant<Rule>, text: &str, at: usize, file: FileId) -> Diagnostic {
+    let found = found_token(text, at);
+    let found_span = Span::new(file, at, at + found.len().max(usize::from(at < text.len())));
+    let expected = match variant {
+        ErrorVariant::ParsingError { positives, .. } => expected_phrase(positives),
+        ErrorVariant::CustomError { message } => message.clone(),
+    };
+    let found_text = if found.is_empty() {
+        "the end of the file".to_string()
+    } else {
+        format!("`{found}`")
+    };
+    let mut d = Diagnostic::error("syntax", format!("expected {expected}, found {found_text}"))
+        .at(found_span, format!("expected {expected} here"));
+    if let Some(help) = syntax_help(&found, &expected) {
+        d = d.help(help);
+    }
+    d
+}
+
+fn syntax_help(found: &str, expected: &str) -> Option<String> {
+    if expected.starts_with("a declaration") {
+        let close = DECLARATION_KEYWORDS
+            .iter()
+            .filter(|k| strsim::levenshtein(k, found) <= 2)
+            .min_by_key(|k| strsim::levenshtein(k, found));
+        return Some(match close {
+            Some(k) => format!("did you mean `{k}`?"),
+            None => "a declaration starts with a keyword such as `tool`, `match`, `effects`, `intents`, `mode` or `matrix`".to_string(),
+        });
+    }
+    if found.starts_with('\'') {
+        return Some("strings use double quotes: \"like this\"".to_string());
+    }
+    if expected.contains("a name") {
+        return Some("a name is an identifier like `create_invoice` or a quoted string like \"invoices.view\"".to_string());
+    }
+    None
+}
+
+/// The word or character at `at`, for "found `...`".
+fn found_token(text: &str, at: usize) -> String {
+    let rest = text.get(at..).unwrap_or("");
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.' || *c == '-')
+        .collect();
+    if !word.is_empty() {
+        return word;
+    }
+    rest.chars().next().map(String::from).unwrap_or_default()
+}
+
+/// A human phrase for a set of expected rules: "a name", "`{`", "a declaration (...)".
+fn expected_phrase(rules: &[Rule]) -> String {
+    let mut phrases: Vec<String> = Vec::new();
+    let mut declaration = false;
+    for rule in rules {
+        let phrase = match rule {
+            Rule::EOI => {
+                declaration = true;
+                continue;
+            }
+            r if is_declaration_keyword(*r) => {
+                declaration = true;
+                continue;
+            }
+            r => rule_name(*r),
+        };
+        if !phrases.contains(&phrase) {
+            phrases.push(phrase);
+        }
+    }
+    if declaration {
+        phrases.insert(0, "a declaration".to_string());
+    }
+    match phrases.len() {
+        0 => "something else".to_string(),
+        1 => phrases.remove(0),
+        _ => {
+            let last = phrases.pop().unwrap_or_default();
+            format!("{} or {last}", phrases.join(", "))
+        }
+    }
+}
+
+fn is_declaration_keyword(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::kw_policy
+            | Rule::kw_effects
+            | Rule::kw_intents
+            | Rule::kw_fallback
+            | Rule::kw_combine
+            | Rule::kw_keywords
+            | Rule::kw_negation
+            | Rule::kw_default
+            | Rule::kw_permission
+            | Rule::kw_tiers
+            | Rule::kw_connectors
+            | Rule::kw_unknown
+            | Rule::kw_defaults
+            | Rule::kw_limit
+            | Rule::kw_tool
+            | Rule::kw_include
+            | Rule::kw_accents
+    )
+}
+
+/// The human name of a grammar rule.
+fn rule_name(rule: Rule) -> String {
+    let s = match rule {
+        Rule::ident | Rule::name_list | Rule::matrix_token => "a name",
+        Rule::string | Rule::string_body => "a quoted string",
+        Rule::int => "a number",
+        Rule::boolean => "`true` or `false`",
+        Rule::lang_entries => "a language tag followed by quoted strings (en \"delete\")",
+        Rule::direction => "`before` or `after`",
+        Rule::combine_kind => "`priority` or `union`",
+        Rule::unknown_kind => "`deny` or `allow`",
+        Rule::accents_kind => "`fold` or `keep`",
+        Rule::role_chain => "a role name",
+        Rule::tool_body => "`{`",
+        Rule::mode_matrix | Rule::mode_restrict | Rule::mode_confirm => {
+            "a mode item (`matrix`, `restrict`, `confirm`)"
+        }
+        Rule::attr_effect
+        | Rule::attr_permissions
+        | Rule::attr_roles
+        | Rule::attr_tenant
+        | Rule::attr_requires
+        | Rule::attr_confirm
+        | Rule::attr_enabled => {
+            "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`)"
+        }
+        Rule::kw_matrix => "`matrix`",
+        Rule::kw_mode => "`mode`",
+        Rule::kw_roles => "`roles`",
+        Rule::kw_confirm => "`confirm`",
+        Rule::kw_tenant => "`tenant`",
+        Rule::kw_match => "`match`",
+        Rule::kw_version => "`version`",
+        Rule::kw_implies => "`implies`",
+        Rule::kw_prefix => "`prefix`",
+        Rule::kw_fields => "`fields`",
+        Rule::kw_arg => "`arg`",
+        Rule::kw_transactional => "`transactional`",
+        Rule::kw_per => "`per`",
+        Rule::kw_turn => "`turn`",
+        Rule::kw_required => "`required`",
+        Rule::kw_always => "`always`",
+        Rule::kw_effect => "`effect`",
+        Rule::kw_true | Rule::kw_false => "`true` or `false`",
+        other => return format!("`{}`", format!("{other:?}").trim_start_matches("kw_")),
+    };
+    s.to_string()
+}
+
+/// Turns pest pairs into AST nodes, adding `base` to every offset.
+struct Builder<'d> {
+    file: FileId,
+    base: usize,
+    diagnostics: &'d mut Vec<Diagnostic>,
+}
+
+impl Builder<'_> {
+    fn span(&self, pair: &Pair<'_, Rule>) -> Span {
+        let s = pair.as_span();
+        Span::new(self.file, self.base + s.start(), self.base + s.end())
+    }
+
+    fn build_decl(&mut self, pair: Pair<'_, Rule>, full_text: &str) -> Option<Decl> {
+        let span = self.span(&pair);
+        let rule = pair.as_rule();
+        let mut inner = pair.into_inner().filter(|p| !is_keyword(p.as_rule()));
+        let decl = match rule {
+            Rule::policy_decl => {
+                let name = self.build_name(inner.next()?);
+                let version = inner.next().map(|p| self.build_int(p));
+                Decl::Policy {
+                    name,
+                    version,
+                    span,
+                }
+            }
+            Rule::effects_decl => Decl::Effects {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::intents_decl => Decl::Intents {
+                names: inner.map(|p| self.build_name(p)).collect(),
+                span,
+            },
+            Rule::fallback_decl => Decl::Fallback {
+                name: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::combine_decl => {
+                let kind = inner.next()?;
+                let combine = if kind.as_str() == "union" {
+                    Combine::Union
+                } else {
+                    Combine::Priority
+                };
+                Decl::Combine { combine, span }
+            }
+            Rule::keywords_decl => {
+                let intent = self.build_name(inner.next()?);
+                let groups = inner.map(|p| self.build_lang_group(p)).collect();
+                Decl::Keywords(KeywordsDecl {
+                    intent,
+                    groups,
+                    span,
+                })
+            }
+            Rule::negation_decl => {
+                let direction = if inner.next()?.as_str() == "after" {
+                    Direction::After
+                } else {
+                    Direction::Before
+                };
+                let window = self.build_int(inner.next()?);
+                let groups = inner.map(|p| self.build_lang_group(p)).collect();
+                Decl::Negation(NegationDecl {
+                    direction,
+                    window,
+                    groups,
+                    span,
+                })
+            }
+            Rule::matrix_decl => {
+                let name = self.build_name(inner.next()?);
+                let tokens: Vec<Name> = inner
+                    .filter_map(|p| p.into_inner().next())
+                    .map(|p| self.build_name(p))
+                    .collect();
+                let (header, rows) = group_matrix(tokens, full_text);
+                Decl::Matrix(MatrixDecl {
+                    name,
+                    header,
+                    rows,
+                    span,
+                })
+            }
+            Rule::mode_decl => {
+                let name = self.build_name(inner.next()?);
+                let items = inner.filter_map(|p| self.build_mode_item(p)).collect();
+                Decl::Mode(ModeDecl { name, items, span })
+            }
+            Rule::default_mode_decl => Decl::DefaultMode {
+                name: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::roles_decl => Decl::Roles {
+                chains: inner
+                    .map(|chain| chain.into_inner().map(|p| self.build_name(p)).collect())
+                    .collect(),
+                span,
+            },
+            Rule::permission_decl => {
+                let name = self.build_name(inner.next()?);
+                let implies = inner
+                    .next()
+                    .map(|p| self.build_name_list(p))
+                    .unwrap_or_default();
+                Decl::Permission {
+                    name,
+                    implies,
+                    span,
+                }
+            }
+            Rule::tiers_decl => Decl::Tiers {
+                names: inner.map(|p| self.build_name(p)).collect(),
+                span,
+            },
+            Rule::connectors_decl => Decl::ConnectorsPrefix {
+                prefix: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::unknown_decl => Decl::Unknown {
+                allow: inner.next()?.as_str() == "allow",
+                span,
+            },
+            Rule::defaults_decl => Decl::Defaults {
+                attrs: self.build_tool_body(inner.next()?),
+                span,
+            },
+            Rule::confirm_fields_decl => Decl::ConfirmFields {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::tenant_arg_decl => Decl::TenantArg {
+                name: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::limit_decl => Decl::Limit {
+                max: self.build_int(inner.next()?),
+                span,
+            },
+            Rule::tool_decl => {
+                let name = self.build_name(inner.next()?);
+                let attrs = self.build_tool_body(inner.next()?);
+                Decl::Tool(ToolDecl { name, attrs, span })
+            }
+            Rule::match_decl => {
+                let pattern = self.build_name(inner.next()?);
+                let attrs = self.build_tool_body(inner.next()?);
+                Decl::Match(MatchDecl {
+                    pattern,
+                    attrs,
+                    span,
+                })
+            }
+            Rule::include_decl => Decl::Include {
+                path: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::accents_decl => Decl::Accents {
+                fold: inner.next()?.as_str() != "keep",
+                span,
+            },
+            _ => return None,
+        };
+        Some(decl)
+    }
+
+    fn build_name(&mut self, pair: Pair<'_, Rule>) -> Name {
+        let span = self.span(&pair);
+        match pair.as_rule() {
+            Rule::string => {
+                let body = pair.into_inner().next();
+                let raw = body.as_ref().map_or("", |b| b.as_str());
+                let body_start = body.as_ref().map_or(0, |b| b.as_span().start());
+                Name {
+                    text: self.unescape(raw, self.base + body_start),
+                    span,
+                    quoted: true,
+                }
+            }
+            _ => Name {
+                text: pair.as_str().to_string(),
+                span,
+                quoted: false,
+            },
+        }
+    }
+
+    /// Resolves `\"` and `\\`; any other escape is reported and kept literally.
+    fn unescape(&mut self, raw: &str, start: usize) -> String {
+        let mut out = String::with_capacity(raw.len());
+        let mut chars = raw.char_indices();
+        while let Some((i, c)) = chars.next() {
+            if c != '\\' {
+                out.push(c);
+                continue;
+            }
+            match chars.next() {
+                Some((_, '"')) => out.push('"'),
+                Some((_, '\\')) => out.push('\\'),
+                Some((j, other)) => {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            "bad-escape",
+                            format!("unknown escape `\\{other}` in a string"),
+                        )
+                        .at(
+                            Span::new(self.file, start + i, start + j + other.len_utf8()),
+                            "only `\\\"` and `\\\\` are escapes",
+                        )
+                        .help(format!(
+                            "write the character itself, or `\\\\{other}` for a backslash followed by `{other}`"
+                        )),
+                    );
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            }
+        }
+        out
+    }
+
+    fn build_int(&mut self, pair: Pair<'_, Rule>) -> Int {
+        let span = self.span(&pair);
+        let value = match pair.as_str().parse::<u64>() {
+            Ok(v) => v,
+            Err(_) => {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "bad-number",
+                        format!("number `{}` is too large", pair.as_str()),
+                    )
+                    .at(span, "")
+                    .help("use a number below 18446744073709551616"),
+                );
+                0
+            }
+        };
+        Int { value, span }
+    }
+
+    fn build_name_list(&mut self, pair: Pair<'_, Rule>) -> Vec<Name> {
+        pair.into_inner().map(|p| self.build_name(p)).collect()
+    }
+
+    fn build_lang_group(&mut self, pair: Pair<'_, Rule>) -> LangGroup {
+        let mut inner = pair.into_inner();
+        let lang = match inner.next() {
+            Some(p) => self.build_name(p),
+            None => Name {
+                text: String::new(),
+                span: Span::default(),
+                quoted: false,
+            },
+        };
+        let entries = inner.map(|p| self.build_name(p)).collect();
+        LangGroup { lang, entries }
+    }
+
+    fn build_mode_item(&mut self, pair: Pair<'_, Rule>) -> Option<ModeItem> {
+        let span = self.span(&pair);
+        let rule = pair.as_rule();
+        let mut inner = pair.into_inner().filter(|p| !is_keyword(p.as_rule()));
+        Some(match rule {
+            Rule::mode_matrix => ModeItem::Matrix {
+                name: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::mode_restrict => ModeItem::Restrict {
+                effects: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::mode_confirm => ModeItem::Confirm {
+                effects: self.build_name_list(inner.next()?),
+                span,
+            },
+            _ => return None,
+        })
+    }
+
+    fn build_tool_body(&mut self, pair: Pair<'_, Rule>) -> Vec<ToolAttr> {
+        pair.into_inner()
+            .filter_map(|p| self.build_tool_attr(p))
+            .collect()
+    }
+
+    fn build_tool_attr(&mut self, pair: Pair<'_, Rule>) -> Option<ToolAttr> {
+        let span = self.span(&pair);
+        let rule = pair.as_rule();
+        let mut inner = pair.into_inner().filter(|p| !is_keyword(p.as_rule()));
+        Some(match rule {
+            Rule::attr_effect => ToolAttr::Effect {
+                name: self.build_name(inner.next()?),
+                span,
+            },
+            Rule::attr_permissions => ToolAttr::Permissions {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::attr_roles => ToolAttr::Roles {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::attr_tenant => ToolAttr::TenantRequired { span },
+            Rule::attr_requires => ToolAttr::Requires {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::attr_confirm => ToolAttr::ConfirmAlways { span },
+            Rule::attr_enabled => ToolAttr::Enabled {
+                value: inner.next()?.as_str() == "true",
+                span,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// Keyword tokens carry no data; builders skip them.
+fn is_keyword(rule: Rule) -> bool {
+    matches!(
+        rule,
+        Rule::kw_policy
+            | Rule::kw_version
+            | Rule::kw_effects
+            | Rule::kw_intents
+            | Rule::kw_fallback
+            | Rule::kw_combine
+            | Rule::kw_priority
+            | Rule::kw_union
+            | Rule::kw_keywords
+            | Rule::kw_negation
+            | Rule::kw_before
+            | Rule::kw_after
+            | Rule::kw_matrix
+            | Rule::kw_mode
+            | Rule::kw_restrict
+            | Rule::kw_confirm
+            | Rule::kw_default
+            | Rule::kw_roles
+            | Rule::kw_permission
+            | Rule::kw_permissions
+            | Rule::kw_implies
+            | Rule::kw_tiers
+            | Rule::kw_connectors
+            | Rule::kw_prefix
+            | Rule::kw_unknown
+            | Rule::kw_allow
+            | Rule::kw_deny
+            | Rule::kw_defaults
+            | Rule::kw_fields
+            | Rule::kw_tenant
+            | Rule::kw_arg
+            | Rule::kw_limit
+            | Rule::kw_transactional
+            | Rule::kw_per
+            | Rule::kw_turn
+            | Rule::kw_tool
+            | Rule::kw_match
+            | Rule::kw_effect
+            | Rule::kw_required
+            | Rule::kw_requires
+            | Rule::kw_always
+            | Rule::kw_enabled
+            | Rule::kw_true
+            | Rule::kw_false
+            | Rule::kw_include
+            | Rule::kw_accents
+            | Rule::kw_fold
+            | Rule::kw_keep
+    )
+}
+
+/// Splits a matrix body into the header line and one row per following line.
+fn group_matrix(tokens: Vec<Name>, text: &str) -> (Vec<Name>, Vec<MatrixRow>) {
+    let line_of = |n: &Name| {
+        text.get(..n.span.start as usize)
+            .map_or(0, |s| s.bytes().filter(|b| *b == b'\n').count())
+    };
+    let mut lines: Vec<(usize, Vec<Name>)> = Vec::new();
+    for token in tokens {
+        let line = line_of(&token);
+        match lines.last_mut() {
+            Some((l, v)) if *l == line => v.push(token),
+            _ => lines.push((line, vec![token])),
+        }
+    }
+    let mut iter = lines.into_iter().map(|(_, v)| v);
+    let header = iter.next().unwrap_or_default();
+    let rows = iter
+        .map(|mut v| {
+            let intent = v.remove(0);
+            MatrixRow { intent, cells: v }
+        })
+        .collect();
+    (header, rows)
+}
