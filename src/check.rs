@@ -552,7 +552,7 @@ impl Checker {
         d = match suggest(&n.text, self.model.roles.iter().map(|s| s.name.as_str())) {
             Some(s) => d.help(format!("did you mean `{s}`?")),
             None if self.model.roles.is_empty() => {
-                d.help(format!("declare it: `roles {{ admin > {} }}`", n.text))
+                d.help(format!("declare it: `roles {{ {} }}`", n.text))
             }
             None => d.help(format!(
                 "declared roles are {}; add `{}` to `roles` to declare it",

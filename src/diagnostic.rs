@@ -234,9 +234,8 @@ impl Diagnostic {
     /// Renders the diagnostic as a multi-line report: `file:line:col`, the source line, a caret
     /// underline, the message and the help. No colour; stable for snapshots.
     pub fn render(&self, sources: &Sources) -> String {
-        let mut diag = MietteDiagnostic::new(self.message.clone())
-            .with_code(self.code)
-            .with_severity(match self.severity {
+        let mut diag =
+            MietteDiagnostic::new(self.message.clone()).with_severity(match self.severity {
                 Severity::Error => miette::Severity::Error,
                 Severity::Warning => miette::Severity::Warning,
             });
@@ -384,6 +383,7 @@ pub fn render_all(diagnostics: &[Diagnostic], sources: &Sources) -> String {
         if !out.ends_with('\n') {
             out.push('\n');
         }
+        out.push('\n');
     }
     let errors = diagnostics
         .iter()
