@@ -423,7 +423,12 @@ impl Classifier {
             .unwrap_or_default();
         if mask == 0 {
             return Intent {
-                intents: vec![fallback_name.clone()],
+                // A policy without intents has no fallback: the intent set is empty.
+                intents: if fallback_name.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![fallback_name.clone()]
+                },
                 name: fallback_name,
                 hits,
                 dropped,

@@ -72,7 +72,9 @@ pub(crate) fn classify(policy: &Path, text: &str, json: bool) -> CmdResult {
 
 fn print_intent(intent: &Intent, text: &str) {
     let names = intent.intents.join(", ");
-    if intent.fallback {
+    if intent.intents.is_empty() {
+        println!("intent: none (the policy declares no intents)");
+    } else if intent.fallback {
         println!("intent: {names} (fallback: no keyword hit)");
     } else {
         println!("intent: {names}");
