@@ -184,6 +184,9 @@ fn is_word_char(c: char) -> bool {
         || ('\u{064B}'..='\u{065F}').contains(&c)
 }
 
+/// The widest negation window the checker accepts, in words.
+const MAX_NEGATION_WINDOW: u32 = 16;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PatternKind {
     Word,
@@ -364,35 +367,50 @@ impl Classifier {
 
         let mut hits: Vec<Hit> = Vec::new();
         let mut dropped: Vec<Hit> = Vec::new();
-        let mut seen: Vec<(usize, usize, usize)> = Vec::new();
+        // Negator occurrences, sorted by start (as `found` is): each keyword hit looks only at
+        // the negators within the widest window around it, so classification stays linear.
+        let negators: Vec<(usize, usize, usize)> = found
+            .iter()
+            .filter_map(|g| match g.target {
+                Target::Negator(n) => Some((g.start, g.end, n)),
+                Target::Keyword(_) => None,
+            })
+            .collect();
+        let mut seen: std::collections::HashSet<(usize, usize, usize)> =
+            std::collections::HashSet::new();
         for f in &found {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            if seen.contains(&(f.start, f.end, k)) {
+            if !seen.insert((f.start, f.end, k)) {
                 continue;
             }
-            seen.push((f.start, f.end, k));
             let entry = &self.keywords[k];
             let first_word = word_no[f.start];
             let last_word = word_no[f.end.saturating_sub(1).max(f.start)];
-            let negator = found.iter().find_map(|g| {
-                let Target::Negator(n) = g.target else {
-                    return None;
-                };
-                let rule = &self.negations[n];
-                let ok = match rule.direction {
-                    Direction::Before => {
-                        let neg_last = word_no[g.end.saturating_sub(1).max(g.start)];
-                        g.end <= f.start && first_word - neg_last <= rule.window
-                    }
-                    Direction::After => {
-                        let neg_first = word_no[g.start];
-                        g.start >= f.end && neg_first - last_word <= rule.window
-                    }
-                };
-                ok.then(|| rule.text.clone())
-            });
+            let before = negators.partition_point(|g| g.0 < f.start);
+            let preceding = negators[..before]
+                .iter()
+                .rev()
+                .take_while(|g| first_word - word_no[g.0] <= MAX_NEGATION_WINDOW)
+                .find(|&&(gs, ge, n)| {
+                    let rule = &self.negations[n];
+                    let neg_last = word_no[ge.saturating_sub(1).max(gs)];
+                    rule.direction == Direction::Before
+                        && ge <= f.start
+                        && first_word - neg_last <= rule.window
+                });
+            let after = negators.partition_point(|g| g.0 < f.end);
+            let following = negators[after..]
+                .iter()
+                .take_while(|g| word_no[g.0] - last_word <= MAX_NEGATION_WINDOW)
+                .find(|&&(gs, _, n)| {
+                    let rule = &self.negations[n];
+                    rule.direction == Direction::After && word_no[gs] - last_word <= rule.window
+                });
+            let negator = preceding
+                .or(following)
+                .map(|&(_, _, n)| self.negations[n].text.clone());
             let hit = Hit {
                 keyword: entry.text.clone(),
                 intent: self
