@@ -173,6 +173,8 @@ struct Checker {
     mode_ix: HashMap<String, usize>,
     role_ix: HashMap<String, usize>,
     perm_ix: HashMap<String, usize>,
+    /// Declared tools by name.
+    tool_ix: HashMap<String, usize>,
     /// Permissions with a `permission` statement of their own, and where.
     perm_statements: HashMap<String, Span>,
     /// First span of each single-use declaration keyword.
@@ -740,8 +742,8 @@ impl Checker {
                 }
             }
             Decl::Tool(t) => {
-                if let Some(first) = self.model.tools.iter().find(|x| x.name.name == t.name.text) {
-                    let first_span = first.name.span;
+                if let Some(&first) = self.tool_ix.get(&t.name.text) {
+                    let first_span = self.model.tools[first].name.span;
                     self.duplicate("tool", &t.name, first_span);
                     return;
                 }
@@ -753,6 +755,8 @@ impl Checker {
                     );
                     return;
                 }
+                self.tool_ix
+                    .insert(t.name.text.clone(), self.model.tools.len());
                 let attrs = self.resolve_attrs(&t.attrs);
                 self.model.tools.push(ToolModel {
                     name: sym(&t.name),
