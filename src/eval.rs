@@ -715,20 +715,12 @@ impl Policy {
             },
             (_, Some(Stage::Connector)) => {
                 let server = self.connector_server(tool).unwrap_or("");
-                let tier = self
-                    .bind(request, &Intent::named(""))
-                    .ok()
-                    .and_then(|b| b.allowlist)
-                    .or_else(|| {
-                        t.tiers.iter().enumerate().find_map(|(i, tier)| {
-                            request
-                                .connectors
-                                .iter()
-                                .find(|(n, _)| **n == **tier)
-                                .map(|(_, s)| (i, s.as_slice()))
-                        })
-                    })
-                    .map_or("request", |(i, _)| &*t.tiers[i]);
+                // Seed 000: the first tier, in precedence order, that the request sets decides.
+                let tier = t
+                    .tiers
+                    .iter()
+                    .find(|tier| request.connectors.iter().any(|(n, _)| **n == ***tier))
+                    .map_or("request", |tier| &**tier);
                 format!("Connector {server} is not enabled for this {tier}")
             }
             (_, Some(Stage::Tenant)) => format!("`{tool}` needs a tenant and the request has none"),
