@@ -206,6 +206,7 @@ impl<'t> Offer<'t> {
 /// What one user turn has executed so far; the caller keeps one per turn and passes it to every
 /// `check_call` of that turn. Serializable, so a shell flow can keep it in a file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Transactional (non-read-only) calls allowed so far in this turn.
     pub transactional_calls: u32,
@@ -222,6 +223,7 @@ impl Turn {
 /// `transaction_status: AWAITING_CONFIRMATION`). Serializable so an agent can persist it between
 /// turns; the `digest` binds the tool, the arguments (confirmation fields removed) and the policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PendingCall {
     /// The tool called.
     pub tool: String,
