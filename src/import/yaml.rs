@@ -186,10 +186,17 @@ fn declare(
     if let Some((false, span)) = enabled {
         attrs.push(ToolAttr::Enabled { value: false, span });
     }
+    // The declaration covers its key and every attribute written in the same file, so checks
+    // that look inside a declaration (an undefined effect) find them.
+    let span = attrs
+        .iter()
+        .map(ToolAttr::span)
+        .filter(|s| s.file == key.file)
+        .fold(key, Span::to);
     ToolDecl {
         name: named(name, key),
         attrs,
-        span: key,
+        span,
     }
 }
 
@@ -667,7 +674,7 @@ impl<'a, 'd> Reader<'a, 'd> {
                         _ => self.error(
                             Diagnostic::error(
                                 "yaml-value",
-                                format!("unknown `execution_policy` {}", short(v)),
+                                format!("unknown `execution_policy` value {}", short(v)),
                             )
                             .at(span, "")
                             .help("the values are `auto`, `confirm` (ask the user first) and `blocked` (never run)"),
@@ -826,9 +833,14 @@ fn parse_key(s: &str) -> Option<ParsedKey> {
     let value = if value_text.is_empty() || value_text.starts_with('#') {
         None
     } else {
-        let end = match value_text.find(" #") {
-            Some(i) if !value_text.starts_with(['"', '\'', '[', '{']) => i,
-            _ => value_text.len(),
+        let quote = value_text
+            .chars()
+            .next()
+            .filter(|c| *c == '"' || *c == '\'');
+        let end = match quote {
+            Some(q) => value_text[1..].find(q).map_or(value_text.len(), |i| i + 2),
+            None if value_text.starts_with(['[', '{']) => value_text.len(),
+            None => value_text.find(" #").unwrap_or(value_text.len()),
         };
         Some((value_off, value_off + value_text[..end].trim_end().len()))
     };
