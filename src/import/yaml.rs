@@ -298,10 +298,15 @@ impl<'a, 'd> Reader<'a, 'd> {
         match serde_yaml::from_str::<Value>(self.text) {
             Ok(v) => Some(v),
             Err(e) => {
-                let at = e.location().map_or(0, |l| l.index().min(self.text.len()));
-                let end = self.text[at..]
-                    .chars()
-                    .next()
+                // From line and column (1-based, in characters), never trusting an index to
+                // fall on a character boundary.
+                let at = e
+                    .location()
+                    .map_or(0, |l| byte_offset(self.text, l.line(), l.column()));
+                let end = self
+                    .text
+                    .get(at..)
+                    .and_then(|rest| rest.chars().next())
                     .map_or(at, |c| at + c.len_utf8());
                 let message = e.to_string();
                 let message = message
@@ -688,6 +693,22 @@ impl<'a, 'd> Reader<'a, 'd> {
     }
 }
 
+/// The byte offset of 1-based `line` and `column` (in characters) in `text`, clamped to the
+/// text.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let mut offset = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            return offset
+                + l.char_indices()
+                    .nth(column.saturating_sub(1))
+                    .map_or(l.trim_end_matches('\n').len(), |(b, _)| b);
+        }
+        offset += l.len();
+    }
+    text.len()
+}
+
 fn list(names: &[&str]) -> String {
     names
         .iter()
@@ -863,6 +884,36 @@ mod tests {
         let k = ix[&p(&["tool_policies", "alterar_plano"])];
         assert_eq!(&text[k.key.0..k.key.1], "alterar_plano");
         assert!(k.value.is_none());
+    }
+
+    #[test]
+    fn byte_offsets_count_columns_in_characters() {
+        let text = "a: é\nbé: [\n";
+        assert_eq!(byte_offset(text, 1, 1), 0);
+        assert_eq!(byte_offset(text, 2, 3), 9);
+        assert_eq!(byte_offset(text, 2, 99), 12);
+        assert_eq!(byte_offset(text, 9, 1), text.len());
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics() {
+        for text in [
+            "é: [",
+            "- - - x",
+            "\"a\": {b: \"c",
+            "tools:\n- ",
+            "tool_policies:\n  é:\n    requires: 'x\n",
+            "&a [*a]",
+            ": :",
+            "version: 1\n\t- x",
+            "\u{FEFF}version: 1",
+        ] {
+            let f = YamlFile {
+                file: FileId(0),
+                text,
+            };
+            let _ = convert(Some(&f), Some(&f));
+        }
     }
 
     #[test]
