@@ -1,6 +1,6 @@
 //! Importers: policies written in other formats, turned into warden declarations.
 //!
-//! * [`yaml`]: seed 004's `tool_policies.yaml` and the legacy `tools.yaml` catalog, through
+//! * `yaml`: seed 004's `tool_policies.yaml` and the legacy `tools.yaml` catalog, through
 //!   [`Policy::from_yaml`], `include yaml "tool_policies.yaml" legacy "tools.yaml"` in warden
 //!   text, and [`yaml_to_warden`] (`toolwarden import yaml`).
 
