@@ -916,6 +916,16 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any text made of YAML's structural characters converts without panicking.
+        #[test]
+        fn yaml_like_text_never_panics(text in "[a-z_é:\\-\\[\\]{}\"' #\n\t&*!|>,.0-9]{0,120}") {
+            let f = YamlFile { file: FileId(0), text: &text };
+            let _ = convert(Some(&f), Some(&f));
+            let _ = index_keys(&text);
+        }
+    }
+
     #[test]
     fn index_handles_lists_of_mappings() {
         let text = "tools:\n- name: a\n  tool_type: read_only\n- name: b\n  enabled: false\n";
