@@ -281,7 +281,7 @@ fn yaml_syntax_errors_and_duplicate_keys_carry_positions() {
         problems(&e),
         [(
             "yaml-syntax".to_string(),
-            format!("{DIR}/duplicate_key.yaml:4:5")
+            format!("{DIR}/duplicate_key.yaml:5:5")
         )]
     );
     assert_eq!(

@@ -303,6 +303,9 @@ impl<'a, 'd> Reader<'a, 'd> {
                 let at = e
                     .location()
                     .map_or(0, |l| byte_offset(self.text, l.line(), l.column()));
+                // serde_yaml puts a duplicated key at its mapping's start; the key index holds
+                // the second occurrence, which is the one to point at.
+                let at = duplicate_key_offset(&self.index, &e.to_string()).unwrap_or(at);
                 let end = self
                     .text
                     .get(at..)
@@ -691,6 +694,23 @@ impl<'a, 'd> Reader<'a, 'd> {
         }
         Some(e)
     }
+}
+
+/// Where the second occurrence of a duplicated key is, from serde_yaml's message
+/// `a.b: duplicate entry with key "k" at line …`.
+fn duplicate_key_offset(index: &HashMap<Vec<String>, KeyPos>, message: &str) -> Option<usize> {
+    let (path, rest) = match message.split_once(": duplicate entry with key \"") {
+        Some((path, rest)) => (path, rest),
+        None => ("", message.strip_prefix("duplicate entry with key \"")?),
+    };
+    let key = rest.split('"').next()?;
+    let mut full: Vec<String> = if path.is_empty() {
+        Vec::new()
+    } else {
+        path.split('.').map(str::to_string).collect()
+    };
+    full.push(key.to_string());
+    index.get(&full).map(|p| p.key.0)
 }
 
 /// The byte offset of 1-based `line` and `column` (in characters) in `text`, clamped to the
