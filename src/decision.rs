@@ -264,6 +264,9 @@ pub struct Verdict {
     pub pending: Option<PendingCall>,
     /// On a `requires` deny: the missing argument names.
     pub missing: Vec<String>,
+    /// Whether the call carried a confirmation field set to the literal `true` (seed 004's
+    /// `confirmation_received`).
+    pub confirmation_received: bool,
     /// The argument names that confirm a call (`confirm fields`).
     #[serde(skip)]
     pub(crate) confirm_fields: Vec<String>,
@@ -273,6 +276,16 @@ impl Verdict {
     /// Whether the call may run now.
     pub fn is_allowed(&self) -> bool {
         self.decision == Decision::Allow
+    }
+
+    /// Whether the call waits for the user's confirmation (then [`Verdict::pending`] is set).
+    pub fn needs_confirmation(&self) -> bool {
+        self.decision == Decision::Confirm
+    }
+
+    /// Whether the call is blocked.
+    pub fn is_denied(&self) -> bool {
+        self.decision == Decision::Deny
     }
 
     /// The result in seed 004's shape. An allow gives `{"ok": true, "decision": "allow",
@@ -286,6 +299,7 @@ impl Verdict {
                 "decision": "allow",
                 "tool": self.tool,
                 "args": self.args_for_execution,
+                "confirmation_received": self.confirmation_received,
                 "metadata": {
                     "blocked_by_policy": false,
                     "operation_type": self.operation_type,

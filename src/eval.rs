@@ -538,6 +538,7 @@ impl Policy {
             args_for_execution: None,
             pending: None,
             missing: Vec::new(),
+            confirmation_received: false,
             confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
         };
         let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {
@@ -619,6 +620,7 @@ impl Policy {
                 confirmed |= v == Value::Bool(true);
             }
         }
+        verdict.confirmation_received = confirmed;
         if d.decision == Decision::Confirm {
             let digest = self.call_digest(tool, &exec_args);
             if !confirmed {

@@ -34,6 +34,7 @@ fn library_two_turn_confirmation_flow() {
         )
         .expect("request fits");
     assert_eq!(v.decision, Decision::Confirm);
+    assert!(v.needs_confirmation() && !v.confirmation_received);
     assert_eq!(v.stage, Some(Stage::Confirmation));
     assert_eq!(v.source.as_deref(), Some("policies/retail.warden:21:66"));
     assert_eq!(v.args_for_execution, None);
@@ -82,6 +83,7 @@ fn library_two_turn_confirmation_flow() {
         )
         .expect("request fits");
     assert_eq!(v.decision, Decision::Allow);
+    assert!(v.is_allowed() && v.confirmation_received);
     assert_eq!(v.stage, None);
     assert_eq!(
         v.args_for_execution.map(Value::Object),
@@ -317,6 +319,7 @@ fn cli_two_turn_flow_with_pending_and_turn_files() {
             "decision": "allow",
             "tool": "devolver_pedido",
             "args": {"order_id": "123", "reason": "arrependimento"},
+            "confirmation_received": true,
             "metadata": {
                 "blocked_by_policy": false,
                 "operation_type": "transactional",
