@@ -443,4 +443,24 @@ fn guard_reads_a_yaml_policy_directly() {
         json!({"new_plan_id": "CONTROLE_100"}),
         "the string \"true\" does not confirm and is stripped"
     );
+    // With the legacy catalog, catalog-only tools exist too.
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+        .args(["guard", "-p", &fixture("tool_policies.yaml")])
+        .args(["--legacy", &fixture("tools.yaml")])
+        .args([
+            "--tool",
+            "consultar_pedido",
+            "--args",
+            r#"{"order_id": "1"}"#,
+            "--json",
+        ])
+        .output()
+        .expect("runs");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["ok"], json!(true));
+    assert_eq!(v["metadata"]["operation_type"], json!("read_only"));
+    assert_eq!(
+        v["metadata"]["policy_source"],
+        json!("tests/fixtures/yaml/tools.yaml:10:3")
+    );
 }

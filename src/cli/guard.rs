@@ -18,18 +18,22 @@ pub(crate) struct CallArgs {
     pub pending: Option<PathBuf>,
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
+    pub legacy: Option<PathBuf>,
 }
 
-/// Loads a `.warden` policy, or a `tool_policies.yaml` (`.yaml`/`.yml`) as
-/// [`Policy::from_yaml`] does.
-fn load_any(path: &Path) -> Result<Policy, String> {
+/// Loads a `.warden` policy, or a `tool_policies.yaml` (`.yaml`/`.yml`, with an optional legacy
+/// catalog) as [`Policy::from_yaml`] does.
+fn load_any(path: &Path, legacy: Option<&Path>) -> Result<Policy, String> {
     let yaml = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
     if !yaml {
+        if legacy.is_some() {
+            return Err("`--legacy` goes with a tool_policies.yaml policy, not warden text (use `include yaml \"…\" legacy \"…\"` there)".to_string());
+        }
         return load_policy(path);
     }
-    Policy::from_yaml(path, None).map_err(|e| {
+    Policy::from_yaml(path, legacy).map_err(|e| {
         format!(
             "policy `{}` does not load:\n{}",
             path.display(),
@@ -69,7 +73,7 @@ fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
 }
 
 pub(crate) fn guard(req: &RequestArgs, call: &CallArgs, json: bool) -> CmdResult {
-    let policy = load_any(&req.policy)?;
+    let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
     let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
     let mut turn = match (&call.turn, call.new_turn) {

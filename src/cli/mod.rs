@@ -78,6 +78,9 @@ enum Command {
         /// Start a new user turn: ignore the turn file's count.
         #[arg(long, requires = "turn")]
         new_turn: bool,
+        /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
+        #[arg(long, value_name = "TOOLS_YAML")]
+        legacy: Option<PathBuf>,
         /// Print the result as JSON (seed 004's result shape).
         #[arg(long)]
         json: bool,
@@ -166,6 +169,7 @@ pub fn run() -> i32 {
             pending,
             turn,
             new_turn,
+            legacy,
             json,
         } => guard::guard(
             &req,
@@ -175,6 +179,7 @@ pub fn run() -> i32 {
                 pending,
                 turn,
                 new_turn,
+                legacy,
             },
             json,
         ),
