@@ -206,6 +206,7 @@ impl<'t> Offer<'t> {
 /// What one user turn has executed so far; the caller keeps one per turn and passes it to every
 /// `check_call` of that turn. Serializable, so a shell flow can keep it in a file.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Turn {
     /// Transactional (non-read-only) calls allowed so far in this turn.
     pub transactional_calls: u32,
@@ -222,6 +223,7 @@ impl Turn {
 /// `transaction_status: AWAITING_CONFIRMATION`). Serializable so an agent can persist it between
 /// turns; the `digest` binds the tool, the arguments (confirmation fields removed) and the policy.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PendingCall {
     /// The tool called.
     pub tool: String,
@@ -262,6 +264,9 @@ pub struct Verdict {
     pub pending: Option<PendingCall>,
     /// On a `requires` deny: the missing argument names.
     pub missing: Vec<String>,
+    /// Whether the call carried a confirmation field set to the literal `true` (seed 004's
+    /// `confirmation_received`).
+    pub confirmation_received: bool,
     /// The argument names that confirm a call (`confirm fields`).
     #[serde(skip)]
     pub(crate) confirm_fields: Vec<String>,
@@ -271,6 +276,16 @@ impl Verdict {
     /// Whether the call may run now.
     pub fn is_allowed(&self) -> bool {
         self.decision == Decision::Allow
+    }
+
+    /// Whether the call waits for the user's confirmation (then [`Verdict::pending`] is set).
+    pub fn needs_confirmation(&self) -> bool {
+        self.decision == Decision::Confirm
+    }
+
+    /// Whether the call is blocked.
+    pub fn is_denied(&self) -> bool {
+        self.decision == Decision::Deny
     }
 
     /// The result in seed 004's shape. An allow gives `{"ok": true, "decision": "allow",
@@ -284,6 +299,7 @@ impl Verdict {
                 "decision": "allow",
                 "tool": self.tool,
                 "args": self.args_for_execution,
+                "confirmation_received": self.confirmation_received,
                 "metadata": {
                     "blocked_by_policy": false,
                     "operation_type": self.operation_type,

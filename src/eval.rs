@@ -268,6 +268,11 @@ impl Policy {
         let mut intent_mask = 0u64;
         let mut first_intent = None;
         for name in &intent.intents {
+            // A policy without intents classifies every query as `""` (no intent): nothing to
+            // resolve, and its modes have no matrix to gate with.
+            if name.is_empty() && t.intents.is_empty() {
+                continue;
+            }
             match t.intents.iter().position(|x| **x == **name) {
                 Some(i) => {
                     intent_mask |= 1u64 << (i as u32).min(63);
@@ -533,6 +538,7 @@ impl Policy {
             args_for_execution: None,
             pending: None,
             missing: Vec::new(),
+            confirmation_received: false,
             confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
         };
         let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {
@@ -614,6 +620,7 @@ impl Policy {
                 confirmed |= v == Value::Bool(true);
             }
         }
+        verdict.confirmation_received = confirmed;
         if d.decision == Decision::Confirm {
             let digest = self.call_digest(tool, &exec_args);
             if !confirmed {
@@ -642,15 +649,34 @@ impl Policy {
                 return Ok(verdict);
             }
             if let Some(p) = pending {
-                if p.digest != digest {
-                    let reason = if p.tool != tool {
+                let reason = if p.policy != self.name() || p.policy_version != self.version() {
+                    Some(format!(
+                        "the pending call was made under policy `{}` version {}, not `{}` version {}; ask the user again",
+                        p.policy,
+                        p.policy_version.map_or("none".to_string(), |v| v.to_string()),
+                        self.name(),
+                        self.version().map_or("none".to_string(), |v| v.to_string()),
+                    ))
+                } else if p.transaction_status != "AWAITING_CONFIRMATION" {
+                    Some(format!(
+                        "the pending call's status is `{}`, not `AWAITING_CONFIRMATION`",
+                        p.transaction_status
+                    ))
+                } else if p.digest != self.call_digest(&p.tool, &p.args) {
+                    Some(
+                        "the pending call is corrupt: its digest does not match its own tool and arguments"
+                            .to_string(),
+                    )
+                } else if p.digest != digest {
+                    Some(if p.tool != tool {
                         format!("the confirmation was for `{}`, not `{tool}`", p.tool)
-                    } else if p.policy != self.name() || p.policy_version != self.version() {
-                        "the pending call was made under another policy version; ask again"
-                            .to_string()
                     } else {
                         format!("the arguments of `{tool}` differ from the call the user confirmed")
-                    };
+                    })
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
                     return Ok(deny(
                         verdict,
                         Stage::Confirmation,
@@ -683,17 +709,22 @@ impl Policy {
         Ok(verdict)
     }
 
-    /// Hex SHA-256 over the policy name and version, the tool name and the canonical (sorted
-    /// keys) JSON of the arguments.
-    fn call_digest(&self, tool: &str, args: &Map<String, Value>) -> String {
-        let canonical = serde_json::json!({
-            "policy": self.name(),
-            "version": self.version(),
-            "tool": tool,
-            "args": args,
-        });
-        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
-        let hash = Sha256::digest(&bytes);
+    /// Hex SHA-256 over the policy name and version, the tool name and the canonical JSON of
+    /// the arguments (object keys sorted at every depth, whatever order the map keeps, so the
+    /// digest does not depend on serde_json's `preserve_order` feature).
+    pub(crate) fn call_digest(&self, tool: &str, args: &Map<String, Value>) -> String {
+        let mut text = String::new();
+        canonical_json(
+            &serde_json::json!({
+                "policy": self.name(),
+                "version": self.version(),
+                "tool": tool,
+            }),
+            &mut text,
+        );
+        text.push('\n');
+        canonical_object(args, &mut text);
+        let hash = Sha256::digest(text.as_bytes());
         hash.iter().map(|b| format!("{b:02x}")).collect()
     }
 
@@ -757,6 +788,41 @@ impl Policy {
             (_, None) => "denied".to_string(),
         }
     }
+}
+
+/// Appends the canonical JSON of `v`: no whitespace, object keys in byte order.
+fn canonical_json(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(o) => canonical_object(o, out),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical_json(x, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+fn canonical_object(o: &Map<String, Value>, out: &mut String) {
+    let mut keys: Vec<&String> = o.keys().collect();
+    keys.sort();
+    out.push('{');
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(k.clone()).to_string());
+        out.push(':');
+        if let Some(v) = o.get(k) {
+            canonical_json(v, out);
+        }
+    }
+    out.push('}');
 }
 
 fn json_kind(v: &Value) -> &'static str {

@@ -45,16 +45,19 @@
 
 #![warn(missing_docs)]
 
+pub mod args;
 mod check;
 pub mod classify;
 mod compile;
 mod decision;
 mod diagnostic;
 mod eval;
+pub mod import;
 pub mod limits;
 mod policy;
 pub mod syntax;
 
+pub use args::{parse_args, ArgsError};
 pub use check::Cell;
 pub use classify::{normalize, Hit, Intent};
 pub use compile::{Edge, Node};

@@ -24,5 +24,9 @@ pub const MAX_PATTERNS: usize = 10_000;
 /// the result says it was truncated.
 pub const MAX_QUERY_BYTES: usize = 1024 * 1024;
 
-/// Deepest nesting of arrays and objects accepted in call arguments.
+/// Deepest nesting of arrays and objects accepted in call arguments: `check_call` denies deeper
+/// arguments at stage `requires`, and [`crate::parse_args`] rejects them while parsing.
 pub const MAX_ARGS_DEPTH: usize = 64;
+
+/// Longest argument text [`crate::parse_args`] accepts, in bytes (1 MiB).
+pub const MAX_ARGS_BYTES: usize = 1024 * 1024;

@@ -80,7 +80,8 @@ impl Policy {
         Policy::build(name, text, Origin::Memory(dir))
     }
 
-    fn build(name: &str, text: &str, origin: Origin) -> Result<Policy, PolicyError> {
+    /// Loads policy text named `name` whose includes resolve against `origin`.
+    pub(crate) fn build(name: &str, text: &str, origin: Origin) -> Result<Policy, PolicyError> {
         let mut sources = Sources::new();
         let (files, mut diagnostics) = syntax::load(name, text, origin, &mut sources);
         let syntax_failed = diagnostics.iter().any(|d| d.severity() == Severity::Error);

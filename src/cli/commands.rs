@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use toolwarden::{render_all, Decision, Intent, Policy, Request, Severity, Turn};
+use toolwarden::{render_all, Decision, Intent, Policy, Request, Severity};
 
 use super::RequestArgs;
 
@@ -246,41 +246,6 @@ fn short_rule(rule: &str) -> String {
     }
 }
 
-pub(crate) fn guard(req: &RequestArgs, tool: &str, args: &str, json: bool) -> CmdResult {
-    let policy = load_policy(&req.policy)?;
-    let (request, intent) = request_of(&policy, req)?;
-    let args: Value =
-        serde_json::from_str(args).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
-    let mut turn = Turn::new();
-    let verdict = policy
-        .check_call(&request, &intent, &mut turn, tool, &args)
-        .map_err(|e| e.to_string())?;
-    if json {
-        println!("{}", pretty(&verdict.to_json()));
-        return Ok(0);
-    }
-    println!("decision: {}", verdict.decision);
-    if let Some(stage) = verdict.stage {
-        println!("stage:    {stage}");
-    }
-    println!("reason:   {}", verdict.reason);
-    if let Some(src) = &verdict.source {
-        println!("rule:     {src}");
-    }
-    if let Some(args) = &verdict.args_for_execution {
-        println!("execute:  {}", Value::Object(args.clone()));
-    }
-    if let Some(p) = &verdict.pending {
-        println!(
-            "pending:  {} {} (digest {})",
-            p.tool,
-            Value::Object(p.args.clone()),
-            &p.digest[..16.min(p.digest.len())]
-        );
-    }
-    Ok(0)
-}
-
-fn pretty(v: &Value) -> String {
+pub(crate) fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }

@@ -3,6 +3,7 @@
 //! (`check` with errors), 2 a usage or input error (one clear line on stderr).
 
 mod commands;
+mod guard;
 
 use std::path::PathBuf;
 
@@ -54,19 +55,54 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Judge one tool call (the execution guard).
+    /// Judge one tool call (the execution guard). With `--pending` and `--turn` a two-turn
+    /// confirmation flow runs from a shell: see docs/guard.md.
     Guard {
         #[command(flatten)]
         req: RequestArgs,
         /// The tool called.
         #[arg(long)]
         tool: String,
-        /// The call's arguments, a JSON object.
+        /// The call's arguments, a JSON object (duplicated keys are rejected; at most 1 MiB and
+        /// 64 levels deep).
         #[arg(long, default_value = "{}")]
         args: String,
+        /// A pending-call file: written when the call needs confirmation, read (and checked
+        /// against the call) when it exists, removed once the confirmed call is allowed.
+        #[arg(long, value_name = "FILE")]
+        pending: Option<PathBuf>,
+        /// A turn-state file counting this user turn's transactional calls (created when
+        /// missing; delete it, or pass `--new-turn`, when a new user turn starts).
+        #[arg(long, value_name = "FILE")]
+        turn: Option<PathBuf>,
+        /// Start a new user turn: ignore the turn file's count.
+        #[arg(long, requires = "turn")]
+        new_turn: bool,
+        /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
+        #[arg(long, value_name = "TOOLS_YAML")]
+        legacy: Option<PathBuf>,
         /// Print the result as JSON (seed 004's result shape).
         #[arg(long)]
         json: bool,
+    },
+    /// Translate policies written in another format into warden text.
+    Import {
+        #[command(subcommand)]
+        what: ImportKind,
+    },
+}
+
+/// What `import` reads.
+#[derive(Subcommand, Debug)]
+enum ImportKind {
+    /// Seed 004's tool_policies.yaml (and the legacy tools.yaml catalog): print the
+    /// equivalent warden policy.
+    Yaml {
+        /// The tool_policies.yaml file (when it does not exist, `--legacy` alone decides).
+        file: PathBuf,
+        /// The legacy tools.yaml catalog, for tools without an entry in `file`.
+        #[arg(long, value_name = "TOOLS_YAML")]
+        legacy: Option<PathBuf>,
     },
 }
 
@@ -130,8 +166,26 @@ pub fn run() -> i32 {
             req,
             tool,
             args,
+            pending,
+            turn,
+            new_turn,
+            legacy,
             json,
-        } => commands::guard(&req, &tool, &args, json),
+        } => guard::guard(
+            &req,
+            &guard::CallArgs {
+                tool,
+                args,
+                pending,
+                turn,
+                new_turn,
+                legacy,
+            },
+            json,
+        ),
+        Command::Import {
+            what: ImportKind::Yaml { file, legacy },
+        } => guard::import_yaml(&file, legacy.as_deref()),
     };
     match result {
         Ok(code) => code,

@@ -217,10 +217,15 @@ pub enum Decl {
     Tool(ToolDecl),
     /// `match "glob" { attrs }`
     Match(MatchDecl),
-    /// `include "path"`
+    /// `include "path"`, or `include yaml "path" legacy "path"` (seed 004's
+    /// `tool_policies.yaml` and legacy `tools.yaml`, read as tool declarations)
     Include {
         /// The path, relative to the including file.
         path: Name,
+        /// Whether `path` is a `tool_policies.yaml` file (`include yaml`).
+        yaml: bool,
+        /// The legacy `tools.yaml` catalog of an `include yaml`, relative to the including file.
+        legacy: Option<Name>,
         /// The whole declaration.
         span: Span,
     },

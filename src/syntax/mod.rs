@@ -90,17 +90,52 @@ fn load_one(
     }
     let (tree, mut diags) = parse_file(text, file);
     diagnostics.append(&mut diags);
-    let includes: Vec<(String, ast::Span)> = tree
+    type Inc = (String, ast::Span, bool, Option<String>);
+    let includes: Vec<Inc> = tree
         .decls
         .iter()
         .filter_map(|d| match d {
-            Decl::Include { path, .. } => Some((path.text.clone(), path.span)),
+            Decl::Include {
+                path, yaml, legacy, ..
+            } => Some((
+                path.text.clone(),
+                path.span,
+                *yaml,
+                legacy.as_ref().map(|l| l.text.clone()),
+            )),
             _ => None,
         })
         .collect();
     files.push(tree);
     let dir = origin.dir();
-    for (rel, span) in includes {
+    for (rel, span, yaml, legacy) in includes {
+        if yaml {
+            // `include yaml`: seed 004's tool_policies.yaml (and legacy tools.yaml) become
+            // tool declarations whose spans point into the YAML.
+            let legacy = legacy.map(|l| dir.join(l));
+            let loaded = crate::import::load_files(
+                &dir.join(&rel),
+                legacy.as_deref(),
+                Some(span),
+                sources,
+                diagnostics,
+            );
+            if loaded.policies.is_some() || loaded.legacy.is_some() {
+                let policies = loaded
+                    .policies
+                    .as_ref()
+                    .map(|(file, text)| crate::import::yaml::YamlFile { file: *file, text });
+                let legacy = loaded
+                    .legacy
+                    .as_ref()
+                    .map(|(file, text)| crate::import::yaml::YamlFile { file: *file, text });
+                let (tree, mut diags) =
+                    crate::import::yaml::include_file(policies.as_ref(), legacy.as_ref());
+                diagnostics.append(&mut diags);
+                files.push(tree);
+            }
+            continue;
+        }
         let path = dir.join(&rel);
         let key = canonical(&path);
         if let Some(pos) = stack.iter().position(|p| *p == key) {

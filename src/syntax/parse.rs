@@ -514,10 +514,27 @@ impl Builder<'_> {
                     span,
                 })
             }
-            Rule::include_decl => Decl::Include {
-                path: self.build_name(inner.next()?),
-                span,
-            },
+            Rule::include_decl => {
+                let target = inner.next()?;
+                if target.as_rule() == Rule::include_yaml {
+                    let mut parts = target.into_inner().filter(|p| !is_keyword(p.as_rule()));
+                    let path = self.build_name(parts.next()?);
+                    let legacy = parts.next().map(|p| self.build_name(p));
+                    Decl::Include {
+                        path,
+                        yaml: true,
+                        legacy,
+                        span,
+                    }
+                } else {
+                    Decl::Include {
+                        path: self.build_name(target),
+                        yaml: false,
+                        legacy: None,
+                        span,
+                    }
+                }
+            }
             Rule::accents_decl => Decl::Accents {
                 fold: inner.next()?.as_str() != "keep",
                 span,
@@ -731,6 +748,8 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_accents
             | Rule::kw_fold
             | Rule::kw_keep
+            | Rule::kw_yaml
+            | Rule::kw_legacy
     )
 }
 

@@ -1,0 +1,189 @@
+//! `guard` (the execution guard, with pending-call and turn files for a shell flow) and
+//! `import yaml`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use toolwarden::{parse_args, Decision, PendingCall, Policy, Turn};
+
+use super::commands::{load_policy, pretty, request_of};
+use super::RequestArgs;
+
+type CmdResult = Result<i32, String>;
+
+/// The call-specific flags of `guard`.
+pub(crate) struct CallArgs {
+    pub tool: String,
+    pub args: String,
+    pub pending: Option<PathBuf>,
+    pub turn: Option<PathBuf>,
+    pub new_turn: bool,
+    pub legacy: Option<PathBuf>,
+}
+
+/// Loads a `.warden` policy, or a `tool_policies.yaml` (`.yaml`/`.yml`, with an optional legacy
+/// catalog) as [`Policy::from_yaml`] does.
+fn load_any(path: &Path, legacy: Option<&Path>) -> Result<Policy, String> {
+    let yaml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    if !yaml {
+        if legacy.is_some() {
+            return Err("`--legacy` goes with a tool_policies.yaml policy, not warden text (use `include yaml \"…\" legacy \"…\"` there)".to_string());
+        }
+        return load_policy(path);
+    }
+    Policy::from_yaml(path, legacy).map_err(|e| {
+        format!(
+            "policy `{}` does not load:\n{}",
+            path.display(),
+            e.render().trim_end()
+        )
+    })
+}
+
+/// Reads a small state file: `Ok(None)` when it does not exist.
+fn read_state(path: &Path, what: &str) -> Result<Option<String>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.len() > 4 * 1024 * 1024 => Err(format!(
+            "{what} file `{}` is {} bytes, too large to be one; delete it",
+            path.display(),
+            bytes.len()
+        )),
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            format!(
+                "{what} file `{}` is corrupt: not UTF-8 text; delete it",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("cannot read {what} file `{}`: {e}", path.display())),
+    }
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half
+/// a file.
+fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("cannot write {what} file `{}`: {e}", path.display()))
+}
+
+pub(crate) fn guard(req: &RequestArgs, call: &CallArgs, json: bool) -> CmdResult {
+    let policy = load_any(&req.policy, call.legacy.as_deref())?;
+    let (request, intent) = request_of(&policy, req)?;
+    let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
+    let mut turn = match (&call.turn, call.new_turn) {
+        (Some(path), false) => match read_state(path, "turn")? {
+            Some(text) => serde_json::from_str::<Turn>(&text).map_err(|e| {
+                format!(
+                    "turn file `{}` is corrupt ({e}); delete it to start a new turn",
+                    path.display()
+                )
+            })?,
+            None => Turn::new(),
+        },
+        _ => Turn::new(),
+    };
+    let pending: Option<PendingCall> = match &call.pending {
+        Some(path) => match read_state(path, "pending")? {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+                format!(
+                    "pending file `{}` is corrupt ({e}); delete it and ask the user to confirm again",
+                    path.display()
+                )
+            })?),
+            None => None,
+        },
+        None => None,
+    };
+    let verdict = policy
+        .check_call_with(
+            &request,
+            &intent,
+            &mut turn,
+            &call.tool,
+            &args,
+            pending.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+    let mut notes = Vec::new();
+    if let Some(path) = &call.pending {
+        match (verdict.decision, &verdict.pending) {
+            (Decision::Confirm, Some(p)) => {
+                let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())?;
+                write_state(path, &text, "pending")?;
+                notes.push(format!("pending call written to {}", path.display()));
+            }
+            (Decision::Allow, _) if pending.as_ref().is_some_and(|p| p.tool == verdict.tool) => {
+                std::fs::remove_file(path)
+                    .map_err(|e| format!("cannot remove pending file `{}`: {e}", path.display()))?;
+                notes.push(format!(
+                    "pending call confirmed; {} removed",
+                    path.display()
+                ));
+            }
+            _ => {}
+        }
+    }
+    if let Some(path) = &call.turn {
+        let text = serde_json::to_string(&turn).map_err(|e| e.to_string())?;
+        write_state(path, &text, "turn")?;
+    }
+    if json {
+        println!("{}", pretty(&verdict.to_json()));
+        return Ok(0);
+    }
+    println!("decision: {}", verdict.decision);
+    if let Some(stage) = verdict.stage {
+        println!("stage:    {stage}");
+    }
+    println!("reason:   {}", verdict.reason);
+    if let Some(src) = &verdict.source {
+        println!("rule:     {src}");
+    }
+    if !verdict.missing.is_empty() {
+        println!("missing:  {}", verdict.missing.join(", "));
+    }
+    if let Some(args) = &verdict.args_for_execution {
+        println!("execute:  {}", Value::Object(args.clone()));
+    }
+    if let Some(p) = &verdict.pending {
+        println!(
+            "pending:  {} {} (digest {})",
+            p.tool,
+            Value::Object(p.args.clone()),
+            &p.digest[..16.min(p.digest.len())]
+        );
+    }
+    if call.turn.is_some() {
+        println!(
+            "turn:     {} transactional call{} so far",
+            turn.transactional_calls,
+            if turn.transactional_calls == 1 {
+                ""
+            } else {
+                "s"
+            }
+        );
+    }
+    for n in notes {
+        println!("note:     {n}");
+    }
+    Ok(0)
+}
+
+pub(crate) fn import_yaml(file: &Path, legacy: Option<&Path>) -> CmdResult {
+    let text = toolwarden::import::yaml_to_warden(file, legacy).map_err(|e| {
+        format!(
+            "`{}` does not import:\n{}",
+            file.display(),
+            e.render().trim_end()
+        )
+    })?;
+    print!("{text}");
+    Ok(0)
+}
