@@ -268,6 +268,11 @@ impl Policy {
         let mut intent_mask = 0u64;
         let mut first_intent = None;
         for name in &intent.intents {
+            // A policy without `intents` classifies every query as the empty intent, which
+            // gates nothing (its modes have no matrix).
+            if name.is_empty() && t.intents.is_empty() {
+                continue;
+            }
             match t.intents.iter().position(|x| **x == **name) {
                 Some(i) => {
                     intent_mask |= 1u64 << (i as u32).min(63);
