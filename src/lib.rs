@@ -45,14 +45,18 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 mod check;
 pub mod classify;
 mod compile;
 mod decision;
 mod diagnostic;
 mod eval;
+pub mod fmt;
+pub mod import;
 pub mod limits;
 mod policy;
+mod schemas;
 pub mod syntax;
 
 pub use check::Cell;
@@ -64,3 +68,4 @@ pub use decision::{
 pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, Sources};
 pub use eval::{Request, RequestError};
 pub use policy::Policy;
+pub use schemas::{schema_name, SchemaDecision, SchemaError};

@@ -1,0 +1,3 @@
+//! Importers: tool catalogs from other formats into warden text.
+
+pub mod mcp;
