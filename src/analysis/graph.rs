@@ -504,7 +504,7 @@ fn mermaid(policy: &Policy, pic: &Picture) -> String {
                     .filter(|(_, c)| matches!(c, Effective::Allow | Effective::Confirm))
                     .map(|(e, c)| {
                         if *c == Effective::Confirm {
-                            format!("{}?", mermaid_text(e))
+                            format!("{} (confirm)", mermaid_text(e))
                         } else {
                             mermaid_text(e)
                         }
@@ -520,11 +520,6 @@ fn mermaid(policy: &Policy, pic: &Picture) -> String {
             let _ = writeln!(s, "    m{mi}[\"{}\"]", lines.join("<br/>"));
         }
         s.push_str("  end\n");
-        for mi in 0..pic.modes.len() {
-            for ei in 0..pic.effects.len() {
-                let _ = writeln!(s, "  e{ei} -.- m{mi}");
-            }
-        }
     }
     if !pic.roles.is_empty() {
         s.push_str("  subgraph roles[\"roles (includes)\"]\n");
