@@ -166,7 +166,12 @@ impl Formatter<'_> {
     fn range(&self, d: &Decl) -> (usize, usize) {
         let span = d.span();
         let start = span.start as usize;
-        let mut end = span.end as usize;
+        (start, self.trim_end(start, span.end as usize))
+    }
+
+    /// `end` moved back over whitespace and comments (a rule ending in a list or an optional
+    /// part keeps the trivia after it in its span), never before `start`.
+    fn trim_end(&self, start: usize, mut end: usize) -> usize {
         let bytes = self.text.as_bytes();
         while end > start {
             if bytes.get(end - 1).is_some_and(u8::is_ascii_whitespace) {
@@ -177,7 +182,7 @@ impl Formatter<'_> {
                 break;
             }
         }
-        (start, end)
+        end
     }
 
     fn has_comment_in(&self, start: usize, end: usize) -> bool {
@@ -291,6 +296,7 @@ impl Formatter<'_> {
     }
 
     fn push(&mut self, indent: usize, text: String, start: usize, end: usize) {
+        let end = self.trim_end(start, end);
         self.lines.push(Line::new(indent, text, start, end));
     }
 

@@ -514,3 +514,83 @@ proptest! {
         }
     }
 }
+
+/// Re-spaces `src` at random outside strings and comments: every run of blanks becomes another
+/// non-empty run, and a blank may appear after a comma. Line breaks are untouched (a matrix
+/// reads one row a line).
+fn perturb(src: &str, noise: &[u8]) -> String {
+    let mut n = Noise { bytes: noise, i: 0 };
+    let mut out = String::with_capacity(src.len() + 64);
+    let (mut in_string, mut escaped, mut in_comment) = (false, false, false);
+    let mut chars = src.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_comment {
+            out.push(c);
+            in_comment = c != '\n';
+            continue;
+        }
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '#' => {
+                in_comment = true;
+                out.push(c);
+            }
+            ' ' | '\t' => {
+                while matches!(chars.peek(), Some(' ' | '\t')) {
+                    chars.next();
+                }
+                out.push_str(n.sp());
+            }
+            ',' => {
+                out.push(',');
+                if n.next() % 3 == 0 && !matches!(chars.peek(), Some(' ' | '\t' | '\n')) {
+                    out.push(' ');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, .. ProptestConfig::default() })]
+
+    /// The shipped policies, re-spaced at random, format back to the same canonical text.
+    #[test]
+    fn respaced_reference_policies_format_to_the_same_text(
+        noise in proptest::collection::vec(any::<u8>(), 16..128)
+    ) {
+        for path in REFERENCE {
+            let src = std::fs::read_to_string(path).unwrap();
+            let messy = perturb(&src, &noise);
+            assert_same_syntax(&src, &messy);
+            let out = format_source(&messy, path).unwrap();
+            prop_assert_eq!(&out, &format_source(&src, path).unwrap(), "{}", path);
+        }
+    }
+}
+
+#[test]
+fn blank_lines_inside_commented_blocks_are_kept() {
+    let src = "policy \"p\"\neffects none, write\nmode m {\n  restrict none, write   # c\n\n\n  confirm write\n}\ntool t {\n  permissions \"a\", \"b\"   # c\n\n  effect none\n}\n";
+    let out = format_source(src, "b.warden").unwrap();
+    assert_eq!(
+        out,
+        "policy \"p\"\neffects none, write\nmode m {\n  restrict none, write  # c\n\n  confirm write\n}\ntool t {\n  permissions \"a\", \"b\"  # c\n\n  effect none\n}\n"
+    );
+}
