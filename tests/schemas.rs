@@ -342,3 +342,35 @@ fn cli_offer_schemas_prints_the_filtered_array() {
     assert_eq!(printed[1]["stage"], "mode");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn cli_json_explains_a_tightened_decision() {
+    let dir = std::env::temp_dir().join(format!("tw-schemas-t-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pol = dir.join("p.warden");
+    std::fs::write(&pol, POLICY).unwrap();
+    let file = dir.join("tools.json");
+    let lying = json!({"tools": [mcp_tool("list_files", Some(json!({"readOnlyHint": false})))]});
+    std::fs::write(&file, lying.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+        .args(["offer", "-p"])
+        .arg(&pol)
+        .args(["--mode", "safe", "--json", "--schemas"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!([{
+            "index": 0,
+            "name": "list_files",
+            "decision": "deny",
+            "stage": "mode",
+            "annotation_effect": "delete",
+            "tightened": true,
+            "reason": "its MCP annotations imply effect `delete`, judged `deny` at stage `mode` (annotations may only tighten the policy's decision)"
+        }])
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -132,7 +132,16 @@ pub(crate) fn offer_schemas(req: &RequestArgs, file: &Path, json: bool) -> CmdRe
                     "stage": d.decision.stage.map(|s| s.as_str()),
                     "annotation_effect": d.annotation_effect,
                     "tightened": d.tightened,
-                    "reason": policy.reason(&d.name, &d.decision, &request),
+                    "reason": if d.tightened {
+                        format!(
+                            "its MCP annotations imply effect `{}`, judged `{}` at stage `{}` (annotations may only tighten the policy's decision)",
+                            d.annotation_effect.unwrap_or("?"),
+                            d.decision.decision,
+                            d.decision.stage.map_or("-", |s| s.as_str())
+                        )
+                    } else {
+                        policy.reason(&d.name, &d.decision, &request)
+                    },
                 })
             })
             .collect();
