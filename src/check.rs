@@ -151,6 +151,8 @@ pub(crate) struct Model {
     pub tools: Vec<ToolModel>,
     pub patterns: Vec<PatternModel>,
     pub fold_accents: bool,
+    /// `trust annotations ignore` was declared (the default is `tighten`).
+    pub ignore_annotations: bool,
 }
 
 /// Checks the parsed files (root first) and resolves them into a [`Model`].
@@ -739,6 +741,11 @@ impl Checker {
             Decl::Accents { fold, span } => {
                 if self.single("accents", *span) {
                     self.model.fold_accents = *fold;
+                }
+            }
+            Decl::TrustAnnotations { tighten, span } => {
+                if self.single("trust annotations", *span) {
+                    self.model.ignore_annotations = !*tighten;
                 }
             }
             Decl::Tool(t) => {

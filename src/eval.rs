@@ -345,6 +345,12 @@ impl Policy {
 
     /// Stages 1–7 for one tool name.
     pub(crate) fn decide(&self, b: &Bound<'_>, name: &str) -> ToolDecision {
+        self.decide_as(b, name, None)
+    }
+
+    /// Stages 1–7 for one tool name, with the tool's effect replaced by `effect` when given
+    /// (used to judge an MCP tool under its annotation-derived effect, see `offer_schemas`).
+    pub(crate) fn decide_as(&self, b: &Bound<'_>, name: &str, effect: Option<u8>) -> ToolDecision {
         let t = self.tables();
         let deny = |stage, rule, matched| ToolDecision {
             decision: Decision::Deny,
@@ -384,18 +390,19 @@ impl Policy {
         }
         // 6. mode ceiling (forced names too)
         let mode = &t.modes[b.mode];
-        let bit = 1u64 << row.effect.min(63);
+        let row_effect = effect.unwrap_or(row.effect);
+        let bit = 1u64 << row_effect.min(63);
         if mode.restrict & bit == 0 {
             return deny(Stage::Mode, mode.rule_restrict, matched);
         }
         // 7. intent
         let forced = b.forced.iter().any(|f| f == name);
         if b.allow_mask & bit == 0 && !forced {
-            return deny(Stage::Intent, self.cell_rule(b, row.effect), matched);
+            return deny(Stage::Intent, self.cell_rule(b, row_effect), matched);
         }
         // Confirmation: cell, mode list, or the tool itself.
         let confirm_rule = if b.confirm_mask & bit != 0 && b.allow_mask & bit != 0 {
-            Some(self.cell_rule(b, row.effect))
+            Some(self.cell_rule(b, row_effect))
         } else if mode.confirm & bit != 0 {
             Some(mode.rule_confirm)
         } else if row.confirm_always {

@@ -45,6 +45,7 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 pub mod args;
 mod check;
 pub mod classify;
@@ -52,9 +53,11 @@ mod compile;
 mod decision;
 mod diagnostic;
 mod eval;
+pub mod fmt;
 pub mod import;
 pub mod limits;
 mod policy;
+mod schemas;
 pub mod syntax;
 
 pub use args::{parse_args, ArgsError};
@@ -67,3 +70,4 @@ pub use decision::{
 pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, Sources};
 pub use eval::{Request, RequestError};
 pub use policy::Policy;
+pub use schemas::{schema_name, SchemaDecision, SchemaError};

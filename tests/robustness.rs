@@ -9,11 +9,15 @@ const FINANCE: &str = include_str!("../policies/finance.warden");
 const RETAIL: &str = include_str!("../policies/retail.warden");
 const CONNECTORS: &str = include_str!("../policies/connectors.warden");
 
+/// finance.warden, loaded once for every case.
 fn finance() -> Policy {
-    match Policy::from_file("policies/finance.warden") {
-        Ok(p) => p,
-        Err(e) => panic!("finance.warden must load: {e}"),
-    }
+    static POLICY: std::sync::OnceLock<Policy> = std::sync::OnceLock::new();
+    POLICY
+        .get_or_init(|| match Policy::from_file("policies/finance.warden") {
+            Ok(p) => p,
+            Err(e) => panic!("finance.warden must load: {e}"),
+        })
+        .clone()
 }
 
 /// Pieces of warden syntax, so random text often gets deep into the parser and checker.

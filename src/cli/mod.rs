@@ -3,6 +3,7 @@
 //! (`check` with errors), 2 a usage or input error (one clear line on stderr).
 
 mod commands;
+mod ecosystem;
 mod guard;
 
 use std::path::PathBuf;
@@ -51,6 +52,10 @@ enum Command {
         /// Read tool names from a file: one name a line, or a JSON array of names.
         #[arg(long, conflicts_with = "tools")]
         tools_file: Option<PathBuf>,
+        /// Read tool schemas (OpenAI, Anthropic or MCP, a JSON array) and print the visible
+        /// ones unchanged, in order.
+        #[arg(long, conflicts_with_all = ["tools", "tools_file"])]
+        schemas: Option<PathBuf>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -85,16 +90,41 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Translate policies written in another format into warden text.
-    Import {
-        #[command(subcommand)]
-        what: ImportKind,
+    /// Translate tool catalogs and policies written in other formats into warden text.
+    #[command(subcommand)]
+    Import(ImportCommand),
+    /// Rewrite policy files in the canonical layout (`--check`: print a diff, exit 1).
+    Fmt {
+        /// Policy files (`.warden`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Change nothing; exit 1 and print a unified diff when a file is not formatted.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print the compiled decision graph (Graphviz DOT or Mermaid).
+    Graph {
+        /// The policy file.
+        #[arg(short = 'p', long = "policy")]
+        policy: PathBuf,
+        /// `dot` (render with `dot -Tsvg`) or `mermaid`.
+        #[arg(long, default_value = "dot")]
+        format: String,
     },
 }
 
-/// What `import` reads.
+/// `toolwarden import ...`
 #[derive(Subcommand, Debug)]
-enum ImportKind {
+enum ImportCommand {
+    /// An MCP tools/list result (or a JSON array of MCP tools) -> a policy declaring them, with
+    /// effects from the tools' annotations.
+    Mcp {
+        /// The JSON file.
+        file: PathBuf,
+        /// Prefix names as `mcp__<server>__<tool>`.
+        #[arg(long)]
+        server: Option<String>,
+    },
     /// Seed 004's tool_policies.yaml (and the legacy tools.yaml catalog): print the
     /// equivalent warden policy.
     Yaml {
@@ -158,10 +188,22 @@ pub fn run() -> i32 {
         Command::Classify { policy, text, json } => commands::classify(&policy, &text, json),
         Command::Offer {
             req,
+            schemas: Some(schemas),
+            json,
+            ..
+        } => ecosystem::offer_schemas(&req, &schemas, json),
+        Command::Offer {
+            req,
             tools,
             tools_file,
             json,
+            ..
         } => commands::offer(&req, tools, tools_file.as_deref(), json),
+        Command::Import(ImportCommand::Mcp { file, server }) => {
+            ecosystem::import_mcp(&file, server.as_deref())
+        }
+        Command::Fmt { files, check } => ecosystem::fmt(&files, check),
+        Command::Graph { policy, format } => ecosystem::graph(&policy, &format),
         Command::Guard {
             req,
             tool,
@@ -183,9 +225,9 @@ pub fn run() -> i32 {
             },
             json,
         ),
-        Command::Import {
-            what: ImportKind::Yaml { file, legacy },
-        } => guard::import_yaml(&file, legacy.as_deref()),
+        Command::Import(ImportCommand::Yaml { file, legacy }) => {
+            guard::import_yaml(&file, legacy.as_deref())
+        }
     };
     match result {
         Ok(code) => code,

@@ -190,6 +190,8 @@ pub(crate) struct Tables {
     pub rule_tenant_arg: RuleId,
     pub limit: Option<u32>,
     pub rule_limit: RuleId,
+    /// `trust annotations tighten` (the default): MCP annotations may make a decision stricter.
+    pub annotations_tighten: bool,
     pub rules: Vec<RuleInfo>,
 }
 
@@ -517,6 +519,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             .limit
             .map(|(n, _)| u32::try_from(n).unwrap_or(u32::MAX)),
         rule_limit: rules.add(model.limit.map(|(_, s)| s), RuleKind::Limit),
+        annotations_tighten: !model.ignore_annotations,
         rules: rules.0,
     };
     Compiled {

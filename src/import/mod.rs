@@ -1,9 +1,11 @@
-//! Importers: policies written in other formats, turned into warden declarations.
+//! Importers: policies and tool catalogs written in other formats, turned into warden text.
 //!
+//! * `mcp`: an MCP `tools/list` result -> `tool` declarations with effects from annotations.
 //! * `yaml`: seed 004's `tool_policies.yaml` and the legacy `tools.yaml` catalog, through
 //!   [`Policy::from_yaml`], `include yaml "tool_policies.yaml" legacy "tools.yaml"` in warden
 //!   text, and [`yaml_to_warden`] (`toolwarden import yaml`).
 
+pub mod mcp;
 pub(crate) mod yaml;
 
 use std::path::{Path, PathBuf};

@@ -236,6 +236,14 @@ pub enum Decl {
         /// The whole declaration.
         span: Span,
     },
+    /// `trust annotations tighten|ignore`: whether MCP tool annotations (untrusted hints from a
+    /// server) may make a decision stricter. They never make one looser.
+    TrustAnnotations {
+        /// `true` for `trust annotations tighten` (the default).
+        tighten: bool,
+        /// The whole declaration.
+        span: Span,
+    },
 }
 
 impl Decl {
@@ -258,7 +266,8 @@ impl Decl {
             | Decl::TenantArg { span, .. }
             | Decl::Limit { span, .. }
             | Decl::Include { span, .. }
-            | Decl::Accents { span, .. } => *span,
+            | Decl::Accents { span, .. }
+            | Decl::TrustAnnotations { span, .. } => *span,
             Decl::Keywords(d) => d.span,
             Decl::Negation(d) => d.span,
             Decl::Matrix(d) => d.span,

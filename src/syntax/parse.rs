@@ -40,6 +40,7 @@ const DECLARATION_KEYWORDS: &[&str] = &[
     "match",
     "include",
     "accents",
+    "trust",
 ];
 
 /// Parses one file's text into a [`PolicyFile`].
@@ -307,6 +308,7 @@ fn is_declaration_keyword(rule: Rule) -> bool {
             | Rule::kw_tool
             | Rule::kw_include
             | Rule::kw_accents
+            | Rule::kw_trust
     )
 }
 
@@ -539,6 +541,10 @@ impl Builder<'_> {
                 fold: inner.next()?.as_str() != "keep",
                 span,
             },
+            Rule::trust_decl => Decl::TrustAnnotations {
+                tighten: inner.next()?.as_str() != "ignore",
+                span,
+            },
             _ => return None,
         };
         Some(decl)
@@ -750,6 +756,10 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_keep
             | Rule::kw_yaml
             | Rule::kw_legacy
+            | Rule::kw_trust
+            | Rule::kw_annotations
+            | Rule::kw_tighten
+            | Rule::kw_ignore
     )
 }
 

@@ -1,0 +1,572 @@
+//! The compiled decision graph as a picture: Graphviz DOT or Mermaid text.
+//!
+//! Walks [`Policy::graph`] and draws, left to right:
+//!
+//! - **tools** (and `match` patterns, dashed) with the attributes that gate them
+//!   (`tenant`, `confirm always`, `disabled`), each linked to its **effect**;
+//! - each **effect** heading a column in every **mode**'s table;
+//! - one table per **mode**, aggregating the matrix cells the mode uses (rows: intents, highest
+//!   priority first; columns: effects) into the decision stages 6 and 7 give a tool of that
+//!   effect: `allow`, `confirm` (cell `confirm`, or the mode's `confirm` list), `deny` (cell
+//!   `deny`) or `ceiling` (outside the mode's `restrict`). A mode without a matrix has one row,
+//!   `any intent`;
+//! - the **role** hierarchy (higher role -> the role it includes) with the roles tools accept;
+//! - the **permission** hierarchy (`implies`) with the permissions tools require;
+//! - the connector **tiers** in precedence order.
+//!
+//! One node per mode instead of one per cell keeps the picture readable: finance.warden's
+//! 75 cells become three five-by-five tables.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use petgraph::graph::NodeIndex;
+use petgraph::visit::EdgeRef;
+
+use crate::check::Cell;
+use crate::compile::{Edge, Node};
+use crate::policy::Policy;
+
+/// The output notation of [`render`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz DOT (`dot -Tsvg`).
+    Dot,
+    /// A Mermaid `flowchart`.
+    Mermaid,
+}
+
+/// What stages 6 and 7 decide for one (mode, intent, effect).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effective {
+    Allow,
+    Confirm,
+    Deny,
+    Ceiling,
+}
+
+impl Effective {
+    fn word(self) -> &'static str {
+        match self {
+            Effective::Allow => "allow",
+            Effective::Confirm => "confirm",
+            Effective::Deny => "deny",
+            Effective::Ceiling => "ceiling",
+        }
+    }
+
+    fn color(self) -> &'static str {
+        match self {
+            Effective::Allow => "#c8e6c9",
+            Effective::Confirm => "#fff3b0",
+            Effective::Deny => "#ffcdd2",
+            Effective::Ceiling => "#e0e0e0",
+        }
+    }
+}
+
+/// One mode's aggregated table.
+struct ModeTable {
+    name: String,
+    matrix: Option<String>,
+    /// `rows[i] = (intent name, per effect)`; one `any intent` row without a matrix.
+    rows: Vec<(String, Vec<Effective>)>,
+}
+
+/// A tool or pattern: node id, label lines, is a pattern, disabled, effect index.
+type ToolNode = (String, Vec<String>, bool, bool, Option<usize>);
+
+/// Everything drawn, gathered from the graph.
+struct Picture {
+    effects: Vec<String>,
+    intents: Vec<String>,
+    /// (node id, label lines, is pattern, disabled, effect index)
+    tools: Vec<ToolNode>,
+    modes: Vec<ModeTable>,
+    roles: Vec<String>,
+    role_edges: Vec<(usize, usize)>,
+    perms: Vec<String>,
+    perm_edges: Vec<(usize, usize)>,
+    tiers: Vec<String>,
+    /// (tool node id, role index)
+    accepts: Vec<(String, usize)>,
+    /// (tool node id, permission index)
+    requires: Vec<(String, usize)>,
+}
+
+fn gather(policy: &Policy) -> Picture {
+    let g = policy.graph();
+    let t = policy.tables();
+    let effects: Vec<String> = t.effects.iter().map(|s| s.to_string()).collect();
+    let intents: Vec<String> = t.intents.iter().map(|s| s.to_string()).collect();
+    let mut pic = Picture {
+        effects: effects.clone(),
+        intents: intents.clone(),
+        tools: Vec::new(),
+        modes: Vec::new(),
+        roles: t.roles.iter().map(|s| s.to_string()).collect(),
+        role_edges: Vec::new(),
+        perms: t.permissions.iter().map(|s| s.to_string()).collect(),
+        perm_edges: Vec::new(),
+        tiers: t.tiers.iter().map(|s| s.to_string()).collect(),
+        accepts: Vec::new(),
+        requires: Vec::new(),
+    };
+    let out = |n: NodeIndex, kind: Edge| -> Vec<NodeIndex> {
+        let mut v: Vec<NodeIndex> = g
+            .edges(n)
+            .filter(|e| *e.weight() == kind)
+            .map(|e| e.target())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut patterns_by_source: BTreeMap<u32, &crate::compile::PatternRow> = BTreeMap::new();
+    for p in &t.patterns {
+        patterns_by_source.insert(p.source_index, p);
+    }
+    for n in g.node_indices() {
+        match &g[n] {
+            Node::Tool(_) | Node::Pattern(_) => {
+                let (id, name, row, is_pattern) = match &g[n] {
+                    Node::Tool(i) => {
+                        let (name, row) = &t.tools[*i as usize];
+                        (format!("t{i}"), name.to_string(), row, false)
+                    }
+                    Node::Pattern(i) => match patterns_by_source.get(i) {
+                        Some(p) => (format!("p{i}"), p.glob.to_string(), &p.row, true),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                let effect = out(n, Edge::HasEffect).first().and_then(|e| match g[*e] {
+                    Node::Effect(x) => Some(x as usize),
+                    _ => None,
+                });
+                let mut notes = Vec::new();
+                if row.tenant_required {
+                    notes.push("tenant");
+                }
+                if row.confirm_always {
+                    notes.push("confirm always");
+                }
+                if !row.requires.is_empty() {
+                    notes.push("requires args");
+                }
+                if !row.enabled {
+                    notes.push("disabled");
+                }
+                let mut label = vec![name];
+                if !notes.is_empty() {
+                    label.push(notes.join(" · "));
+                }
+                for r in out(n, Edge::Accepts) {
+                    if let Node::Role(x) = g[r] {
+                        pic.accepts.push((id.clone(), x as usize));
+                    }
+                }
+                for p in out(n, Edge::Requires) {
+                    if let Node::Permission(x) = g[p] {
+                        pic.requires.push((id.clone(), x as usize));
+                    }
+                }
+                pic.tools
+                    .push((id, label, is_pattern, !row.enabled, effect));
+            }
+            Node::Role(r) => {
+                for lo in out(n, Edge::Includes) {
+                    if let Node::Role(x) = g[lo] {
+                        pic.role_edges.push((*r as usize, x as usize));
+                    }
+                }
+            }
+            Node::Permission(p) => {
+                for q in out(n, Edge::Implies) {
+                    if let Node::Permission(x) = g[q] {
+                        pic.perm_edges.push((*p as usize, x as usize));
+                    }
+                }
+            }
+            Node::Mode(m) => {
+                let ne = effects.len();
+                let mask_of = |kind: Edge| -> Option<Vec<bool>> {
+                    let targets = out(n, kind);
+                    if targets.is_empty() {
+                        return None;
+                    }
+                    let mut v = vec![false; ne];
+                    for e in targets {
+                        if let Node::Effect(x) = g[e] {
+                            if let Some(slot) = v.get_mut(x as usize) {
+                                *slot = true;
+                            }
+                        }
+                    }
+                    Some(v)
+                };
+                let row = &t.modes[*m as usize];
+                // A mode with `restrict` has Restricts edges; without, every effect passes.
+                let ceiling = if row.restrict == u64::MAX >> (64 - ne.clamp(1, 64)) {
+                    vec![true; ne]
+                } else {
+                    mask_of(Edge::Restricts).unwrap_or_else(|| vec![false; ne])
+                };
+                let confirm = mask_of(Edge::Confirms).unwrap_or_else(|| vec![false; ne]);
+                let mut grid: Vec<Vec<Option<Cell>>> = vec![vec![None; ne]; intents.len()];
+                let mut matrix = None;
+                for c in out(n, Edge::Uses) {
+                    if let Node::Cell {
+                        matrix: mx,
+                        intent,
+                        effect,
+                        cell,
+                    } = g[c]
+                    {
+                        matrix = t.matrix_names.get(mx as usize).map(|s| s.to_string());
+                        if let Some(slot) = grid
+                            .get_mut(intent as usize)
+                            .and_then(|r| r.get_mut(effect as usize))
+                        {
+                            *slot = Some(cell);
+                        }
+                    }
+                }
+                let decide = |cell: Option<Cell>, e: usize| -> Effective {
+                    if !ceiling[e] {
+                        Effective::Ceiling
+                    } else {
+                        match cell {
+                            Some(Cell::Deny) => Effective::Deny,
+                            Some(Cell::Confirm) => Effective::Confirm,
+                            _ if confirm[e] => Effective::Confirm,
+                            _ => Effective::Allow,
+                        }
+                    }
+                };
+                let rows = if row.matrix.is_some() {
+                    grid.iter()
+                        .enumerate()
+                        .map(|(i, cells)| {
+                            (
+                                intents[i].clone(),
+                                (0..ne).map(|e| decide(cells[e], e)).collect(),
+                            )
+                        })
+                        .collect()
+                } else {
+                    vec![(
+                        "any intent".to_string(),
+                        (0..ne).map(|e| decide(None, e)).collect(),
+                    )]
+                };
+                pic.modes.push(ModeTable {
+                    name: row.name.to_string(),
+                    matrix,
+                    rows,
+                });
+            }
+            _ => {}
+        }
+    }
+    pic
+}
+
+fn html(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn dot_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Renders the policy's decision graph.
+///
+/// Returns the whole DOT or Mermaid document. Names are escaped for the notation, so any
+/// Unicode tool name renders.
+pub fn render(policy: &Policy, format: GraphFormat) -> String {
+    let pic = gather(policy);
+    match format {
+        GraphFormat::Dot => dot(policy, &pic),
+        GraphFormat::Mermaid => mermaid(policy, &pic),
+    }
+}
+
+fn dot(policy: &Policy, pic: &Picture) -> String {
+    let mut s = String::new();
+    let title = match policy.version() {
+        Some(v) => format!("policy {} version {v}", policy.name()),
+        None => format!("policy {}", policy.name()),
+    };
+    let _ = writeln!(s, "digraph warden {{");
+    let _ = writeln!(
+        s,
+        "  graph [rankdir=LR, fontname=\"Helvetica\", fontsize=16, labelloc=t, label={}, nodesep=0.15, ranksep=0.9, newrank=true];",
+        dot_string(&title)
+    );
+    s.push_str("  node [fontname=\"Helvetica\", fontsize=11, shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"];\n");
+    s.push_str("  edge [fontname=\"Helvetica\", fontsize=9, color=\"#555555\", arrowsize=0.6];\n");
+
+    if !pic.tools.is_empty() {
+        s.push_str("  subgraph cluster_tools {\n    label=\"tools and patterns\"; style=\"rounded,filled\"; fillcolor=\"#f3f6fb\"; color=\"#9fb3d1\";\n");
+        for (id, label, is_pattern, disabled, _) in &pic.tools {
+            let mut l = format!("<b>{}</b>", html(&label[0]));
+            for extra in &label[1..] {
+                let _ = write!(
+                    l,
+                    "<br/><font point-size=\"9\" color=\"#555555\">{}</font>",
+                    html(extra)
+                );
+            }
+            let style = match (is_pattern, disabled) {
+                (_, true) => ", style=\"rounded,dashed\", fontcolor=\"#888888\"",
+                (true, false) => ", style=\"rounded,dashed,filled\"",
+                _ => "",
+            };
+            let _ = writeln!(s, "    {id} [label=<{l}>{style}];");
+        }
+        s.push_str("  }\n");
+    }
+
+    s.push_str("  subgraph cluster_effects {\n    label=\"effects\"; style=\"rounded,filled\"; fillcolor=\"#f7f3fb\"; color=\"#b9a3d1\";\n");
+    for (i, e) in pic.effects.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    e{i} [label={}, shape=ellipse, fillcolor=\"#ece4f7\"];",
+            dot_string(e)
+        );
+    }
+    s.push_str("  }\n");
+
+    for (id, _, _, _, effect) in &pic.tools {
+        if let Some(e) = effect {
+            let _ = writeln!(s, "  {id} -> e{e};");
+        }
+    }
+
+    if !pic.modes.is_empty() {
+        s.push_str("  subgraph cluster_modes {\n    label=\"modes: decision for a tool of each effect (stages 6-7)\"; style=\"rounded,filled\"; fillcolor=\"#f4f8f2\"; color=\"#a5c29a\";\n");
+        for (mi, m) in pic.modes.iter().enumerate() {
+            let mut l = String::from(
+                "<table border=\"0\" cellborder=\"1\" cellspacing=\"0\" cellpadding=\"3\">",
+            );
+            let head = match &m.matrix {
+                Some(mx) => format!("mode <b>{}</b> (matrix {})", html(&m.name), html(mx)),
+                None => format!("mode <b>{}</b> (no matrix)", html(&m.name)),
+            };
+            let _ = write!(
+                l,
+                "<tr><td colspan=\"{}\" bgcolor=\"#dfe9da\">{head}</td></tr><tr><td><i>intent</i></td>",
+                pic.effects.len() + 1
+            );
+            for (ei, e) in pic.effects.iter().enumerate() {
+                let _ = write!(l, "<td port=\"c{ei}\"><b>{}</b></td>", html(e));
+            }
+            l.push_str("</tr>");
+            for (intent, cells) in &m.rows {
+                let _ = write!(l, "<tr><td align=\"left\">{}</td>", html(intent));
+                for c in cells {
+                    let _ = write!(l, "<td bgcolor=\"{}\">{}</td>", c.color(), c.word());
+                }
+                l.push_str("</tr>");
+            }
+            l.push_str("</table>");
+            let _ = writeln!(s, "    m{mi} [shape=plaintext, style=\"\", label=<{l}>];");
+        }
+        s.push_str("  }\n");
+        // The tables' column heads name the effects; invisible edges only keep the tables to
+        // the right of the effects (an edge per column would cross every table).
+        let mid = pic.effects.len() / 2;
+        for mi in 0..pic.modes.len() {
+            let _ = writeln!(s, "  e{mid} -> m{mi} [style=invis];");
+        }
+    }
+
+    if !pic.intents.is_empty() {
+        s.push_str("  subgraph cluster_intents {\n    label=\"intents (priority)\"; style=\"rounded,filled\"; fillcolor=\"#fbf7ef\"; color=\"#d1bf9f\";\n");
+        for (i, name) in pic.intents.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "    i{i} [label={}, fillcolor=\"#f6ecd9\"];",
+                dot_string(name)
+            );
+        }
+        for i in 1..pic.intents.len() {
+            let _ = writeln!(s, "    i{} -> i{i} [label=\"outranks\"];", i - 1);
+        }
+        s.push_str("  }\n");
+    }
+
+    if !pic.roles.is_empty() {
+        s.push_str("  subgraph cluster_roles {\n    label=\"roles (includes)\"; style=\"rounded,filled\"; fillcolor=\"#eef7f7\"; color=\"#93c5c5\";\n");
+        for (i, r) in pic.roles.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "    r{i} [label={}, fillcolor=\"#d9f0f0\"];",
+                dot_string(r)
+            );
+        }
+        for (a, b) in &pic.role_edges {
+            let _ = writeln!(s, "    r{a} -> r{b} [label=\"includes\"];");
+        }
+        s.push_str("  }\n");
+        for (id, r) in &pic.accepts {
+            let _ = writeln!(
+                s,
+                "  {id} -> r{r} [style=dashed, color=\"#3c8d8d\", label=\"role\"];"
+            );
+        }
+    }
+
+    if !pic.perms.is_empty() {
+        s.push_str("  subgraph cluster_perms {\n    label=\"permissions (implies)\"; style=\"rounded,filled\"; fillcolor=\"#fbf0f0\"; color=\"#d19f9f\";\n");
+        for (i, p) in pic.perms.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "    q{i} [label={}, fillcolor=\"#f7dede\"];",
+                dot_string(p)
+            );
+        }
+        for (a, b) in &pic.perm_edges {
+            let _ = writeln!(s, "    q{a} -> q{b};");
+        }
+        s.push_str("  }\n");
+        for (id, q) in &pic.requires {
+            let _ = writeln!(s, "  {id} -> q{q} [style=dotted, color=\"#b35c5c\"];");
+        }
+    }
+
+    if !pic.tiers.is_empty() {
+        s.push_str("  subgraph cluster_tiers {\n    label=\"connector tiers (precedence)\"; style=\"rounded,filled\"; fillcolor=\"#f5f5f5\"; color=\"#aaaaaa\";\n");
+        for (i, name) in pic.tiers.iter().enumerate() {
+            let _ = writeln!(s, "    k{i} [label={}];", dot_string(name));
+        }
+        for i in 1..pic.tiers.len() {
+            let _ = writeln!(s, "    k{} -> k{i} [label=\"precedes\"];", i - 1);
+        }
+        s.push_str("  }\n");
+    }
+    s.push_str("}\n");
+    s
+}
+
+fn mermaid_text(s: &str) -> String {
+    // Mermaid labels are quoted; quotes and angle brackets become entity codes.
+    s.replace('"', "#quot;")
+        .replace('<', "#lt;")
+        .replace('>', "#gt;")
+}
+
+fn mermaid(policy: &Policy, pic: &Picture) -> String {
+    let mut s = String::from("flowchart LR\n");
+    let _ = writeln!(
+        s,
+        "  %% policy {} — tools -> effects -> per-mode decisions; roles, permissions, tiers",
+        mermaid_text(policy.name())
+    );
+    if !pic.tools.is_empty() {
+        s.push_str("  subgraph tools[\"tools and patterns\"]\n");
+        for (id, label, is_pattern, _, _) in &pic.tools {
+            let text = label
+                .iter()
+                .map(|l| mermaid_text(l))
+                .collect::<Vec<_>>()
+                .join("<br/>");
+            if *is_pattern {
+                let _ = writeln!(s, "    {id}[/\"{text}\"/]");
+            } else {
+                let _ = writeln!(s, "    {id}[\"{text}\"]");
+            }
+        }
+        s.push_str("  end\n");
+    }
+    s.push_str("  subgraph effects[\"effects\"]\n");
+    for (i, e) in pic.effects.iter().enumerate() {
+        let _ = writeln!(s, "    e{i}([\"{}\"])", mermaid_text(e));
+    }
+    s.push_str("  end\n");
+    for (id, _, _, _, effect) in &pic.tools {
+        if let Some(e) = effect {
+            let _ = writeln!(s, "  {id} --> e{e}");
+        }
+    }
+    if !pic.modes.is_empty() {
+        s.push_str("  subgraph modes[\"modes: decision per intent (stages 6-7)\"]\n");
+        for (mi, m) in pic.modes.iter().enumerate() {
+            let mut lines = vec![format!("mode {}", mermaid_text(&m.name))];
+            for (intent, cells) in &m.rows {
+                let parts: Vec<String> = pic
+                    .effects
+                    .iter()
+                    .zip(cells)
+                    .filter(|(_, c)| matches!(c, Effective::Allow | Effective::Confirm))
+                    .map(|(e, c)| {
+                        if *c == Effective::Confirm {
+                            format!("{} (confirm)", mermaid_text(e))
+                        } else {
+                            mermaid_text(e)
+                        }
+                    })
+                    .collect();
+                let shown = if parts.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    parts.join(", ")
+                };
+                lines.push(format!("{}: {shown}", mermaid_text(intent)));
+            }
+            let _ = writeln!(s, "    m{mi}[\"{}\"]", lines.join("<br/>"));
+        }
+        s.push_str("  end\n");
+    }
+    if !pic.roles.is_empty() {
+        s.push_str("  subgraph roles[\"roles (includes)\"]\n");
+        for (i, r) in pic.roles.iter().enumerate() {
+            let _ = writeln!(s, "    r{i}[\"{}\"]", mermaid_text(r));
+        }
+        for (a, b) in &pic.role_edges {
+            let _ = writeln!(s, "    r{a} -->|includes| r{b}");
+        }
+        s.push_str("  end\n");
+        for (id, r) in &pic.accepts {
+            let _ = writeln!(s, "  {id} -.->|role| r{r}");
+        }
+    }
+    if !pic.perms.is_empty() {
+        s.push_str("  subgraph perms[\"permissions (implies)\"]\n");
+        for (i, p) in pic.perms.iter().enumerate() {
+            let _ = writeln!(s, "    q{i}[\"{}\"]", mermaid_text(p));
+        }
+        for (a, b) in &pic.perm_edges {
+            let _ = writeln!(s, "    q{a} --> q{b}");
+        }
+        s.push_str("  end\n");
+        for (id, q) in &pic.requires {
+            let _ = writeln!(s, "  {id} -.->|needs| q{q}");
+        }
+    }
+    if !pic.tiers.is_empty() {
+        s.push_str("  subgraph tiers[\"connector tiers (precedence)\"]\n");
+        for (i, name) in pic.tiers.iter().enumerate() {
+            let _ = writeln!(s, "    k{i}[\"{}\"]", mermaid_text(name));
+        }
+        for i in 1..pic.tiers.len() {
+            let _ = writeln!(s, "    k{} --> k{i}", i - 1);
+        }
+        s.push_str("  end\n");
+    }
+    if !pic.intents.is_empty() {
+        let _ = writeln!(
+            s,
+            "  %% intents, highest priority first: {}",
+            pic.intents
+                .iter()
+                .map(|i| mermaid_text(i))
+                .collect::<Vec<_>>()
+                .join(" > ")
+        );
+    }
+    s
+}

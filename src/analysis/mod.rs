@@ -1,0 +1,3 @@
+//! Analyses over a compiled policy.
+
+pub mod graph;
