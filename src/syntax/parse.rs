@@ -367,9 +367,14 @@ struct Builder<'d> {
 }
 
 impl Builder<'_> {
+    /// The span of a pair, without trailing white space and comments: pest's implicit
+    /// white space makes a rule that ends in a repetition (`name ~ ("," ~ name)*`) swallow the
+    /// blanks and comments after its last token, which would put carets and `rule_text` over
+    /// them.
     fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
-        Span::new(self.file, self.base + s.start(), self.base + s.end())
+        let end = trim_trailing_trivia(pair);
+        Span::new(self.file, self.base + s.start(), self.base + end)
     }
 
     fn build_decl(&mut self, pair: Pair<'_, Rule>, full_text: &str) -> Option<Decl> {
@@ -677,6 +682,36 @@ impl Builder<'_> {
             _ => return None,
         })
     }
+}
+
+/// The end offset of `pair` once trailing white space and `#` comments are left out. Only the
+/// text after the pair's last inner pair (itself trimmed) can be such trivia; literal tokens
+/// there (`}`, a closing quote) are kept.
+fn trim_trailing_trivia(pair: &Pair<'_, Rule>) -> usize {
+    let span = pair.as_span();
+    let Some(last) = pair
+        .clone()
+        .into_inner()
+        .last()
+        .map(|p| trim_trailing_trivia(&p))
+    else {
+        return span.end();
+    };
+    let Some(tail) = pair.as_str().get(last.saturating_sub(span.start())..) else {
+        return span.end();
+    };
+    let mut end = last;
+    let mut in_comment = false;
+    for (i, c) in tail.char_indices() {
+        if in_comment {
+            in_comment = c != '\n';
+        } else if c == '#' {
+            in_comment = true;
+        } else if !c.is_whitespace() && c != '\u{FEFF}' {
+            end = last + i + c.len_utf8();
+        }
+    }
+    end
 }
 
 /// Keyword tokens carry no data; builders skip them.
