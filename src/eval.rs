@@ -268,6 +268,11 @@ impl Policy {
         let mut intent_mask = 0u64;
         let mut first_intent = None;
         for name in &intent.intents {
+            // A policy without `intents` (seeds 000 and 004) classifies every query as the
+            // unnamed intent `""`; it gates nothing, since such a policy's modes have no matrix.
+            if name.is_empty() && t.intents.is_empty() {
+                continue;
+            }
             match t.intents.iter().position(|x| **x == **name) {
                 Some(i) => {
                     intent_mask |= 1u64 << (i as u32).min(63);
