@@ -423,3 +423,22 @@ fn help_and_version_exit_0() {
         stdout(&o).starts_with("Decide which tools the model may see for a request and a query\n")
     );
 }
+
+#[test]
+fn offer_on_retail_prints_no_intent_and_the_confirmations() {
+    let o = run(&["offer", "-p", "policies/retail.warden"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "mode: agent\n\
+         intent: none (the policy declares no intents)\n\
+         \n\
+         TOOL              DECISION  STAGE         RULE                    REASON\n\
+         consultar_plano   allow     -             retail.warden:18:1\n\
+         alterar_plano     confirm   confirmation  retail.warden:19:61     `alterar_plano` says `confirm always`\n\
+         consultar_pedido  allow     -             retail.warden:20:1\n\
+         devolver_pedido   confirm   confirmation  retail.warden:21:66     `devolver_pedido` says `confirm always`\n\
+         \n\
+         offered: consultar_plano, alterar_plano, consultar_pedido, devolver_pedido\n"
+    );
+}

@@ -93,7 +93,9 @@ pub(crate) fn classify(policy: &Path, text: &str, json: bool) -> CmdResult {
 
 fn print_intent(intent: &Intent, text: &str) {
     let names = intent.intents.join(", ");
-    if intent.fallback {
+    if intent.name.is_empty() {
+        println!("intent: none (the policy declares no intents)");
+    } else if intent.fallback {
         println!("intent: {names} (fallback: no keyword hit)");
     } else {
         println!("intent: {names}");
