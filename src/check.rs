@@ -395,7 +395,7 @@ impl Checker {
                     for n in names {
                         if let Some(first) = self.model.tiers.iter().find(|t| t.name == n.text) {
                             let first_span = first.span;
-                            self.duplicate("tier", n, first_span);
+                            self.duplicate_in_list("tier", n, first_span);
                         } else {
                             self.model.tiers.push(sym(n));
                         }
@@ -431,6 +431,22 @@ impl Checker {
         );
     }
 
+    /// Reports a name listed twice in one list (`effects`, `intents`, `tiers`).
+    fn duplicate_in_list(&mut self, what: &str, name: &Name, first: Span) {
+        self.error(
+            Diagnostic::error(
+                "duplicate",
+                format!("{what} `{}` is listed twice", name.text),
+            )
+            .at(name.span, "listed again here")
+            .help(format!(
+                "list each {what} once: delete this `{}`",
+                name.text
+            ))
+            .related(first, "first listed"),
+        );
+    }
+
     fn declare_unique(
         &mut self,
         n: &Name,
@@ -440,7 +456,7 @@ impl Checker {
     ) {
         if let Some(&first) = ix(self).get(&n.text) {
             let first_span = list(&mut self.model)[first].span;
-            self.duplicate(what, n, first_span);
+            self.duplicate_in_list(what, n, first_span);
             return;
         }
         let i = list(&mut self.model).len();
@@ -534,7 +550,7 @@ impl Checker {
         d = match suggest(&n.text, self.model.intents.iter().map(|s| s.name.as_str())) {
             Some(s) => d.help(format!("did you mean `{s}`?")),
             None if self.model.intents.is_empty() => d.help(format!(
-                "declare intents first: `intents {} > read`",
+                "declare the intents first, highest priority first: `intents {}` (more names joined by `>`)",
                 n.text
             )),
             None => d.help(format!(
@@ -889,6 +905,10 @@ impl Checker {
                         suggest(&h.text, self.model.effects.iter().map(|s| s.name.as_str()))
                     {
                         d.help(format!("did you mean `{s}`?"))
+                    } else if let Some(absent) = self.effects_absent_from(&m.header) {
+                        d.help(format!(
+                            "replace it with {absent}: the header lists exactly the declared effects"
+                        ))
                     } else {
                         d.help(format!(
                             "the header lists the declared effects: {}",
@@ -907,6 +927,12 @@ impl Checker {
         if !missing.is_empty() && ne > 0 {
             ok = false;
             let plural = if missing.len() == 1 { "" } else { "s" };
+            // Point at the header line (where the column is missing), or at the matrix's name
+            // when it has no header at all.
+            let header_span = match (m.header.first(), m.header.last()) {
+                (Some(first), Some(last)) => first.span.to(last.span),
+                _ => m.name.span,
+            };
             self.error(
                 Diagnostic::error(
                     "matrix-header",
@@ -916,9 +942,9 @@ impl Checker {
                         missing.join(", ")
                     ),
                 )
-                .at(m.name.span, "")
+                .at(header_span, format!("no column for {}", missing.join(", ")))
                 .help(format!(
-                    "the header must list exactly the declared effects: {}",
+                    "the header lists exactly the declared effects, one column each: `{}`",
                     self.model
                         .effects
                         .iter()
@@ -1006,7 +1032,7 @@ impl Checker {
                         "matrix-row",
                         format!("matrix `{}` has no row for intent `{name}`", m.name.text),
                     )
-                    .at(m.name.span, "")
+                    .at(m.name.span, format!("no `{name}` row"))
                     .help(format!(
                         "add a line `{name}` followed by one cell per effect"
                     )),
@@ -1016,6 +1042,18 @@ impl Checker {
         if ok {
             self.model.matrices[mi].cells = rows.into_iter().flatten().collect();
         }
+    }
+
+    /// The declared effects no header token names, as "`a`" or "`a` or `b`", or `None`.
+    fn effects_absent_from(&self, header: &[Name]) -> Option<String> {
+        let absent: Vec<String> = self
+            .model
+            .effects
+            .iter()
+            .filter(|e| !header.iter().any(|h| h.text == e.name))
+            .map(|e| format!("`{}`", e.name))
+            .collect();
+        (!absent.is_empty()).then(|| absent.join(" or "))
     }
 
     fn resolve_mode(&mut self, m: &ModeDecl) {

@@ -12,6 +12,15 @@ type CmdResult = Result<i32, String>;
 /// Loads a policy or returns its rendered diagnostics as the error.
 pub(crate) fn load_policy(path: &Path) -> Result<Policy, String> {
     Policy::from_file(path).map_err(|e| {
+        // A file that cannot be read at all: one line, no report.
+        if e.diagnostics().iter().all(|d| d.span().is_none()) {
+            return e
+                .diagnostics()
+                .iter()
+                .map(|d| d.message().to_string())
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
         let rendered = e.render();
         format!(
             "policy `{}` does not load:\n{}",
@@ -23,10 +32,19 @@ pub(crate) fn load_policy(path: &Path) -> Result<Policy, String> {
 
 pub(crate) fn check(files: &[std::path::PathBuf], deny_warnings: bool, json: bool) -> CmdResult {
     let mut failed = false;
+    let mut unreadable = false;
     let mut reports = Vec::new();
     for path in files {
         let (diagnostics, sources, ok) = match Policy::from_file(path) {
             Ok(p) => (p.warnings().to_vec(), p.sources().clone(), true),
+            // A file that cannot be read is an input error (exit 2), told in one line.
+            Err(e) if e.diagnostics().iter().all(|d| d.code() == "unreadable") => {
+                for d in e.diagnostics() {
+                    eprintln!("error: {}", d.message());
+                }
+                unreadable = true;
+                continue;
+            }
             Err(e) => (e.diagnostics().to_vec(), e.sources().clone(), false),
         };
         let has_warnings = diagnostics
@@ -52,6 +70,9 @@ pub(crate) fn check(files: &[std::path::PathBuf], deny_warnings: bool, json: boo
     }
     if json {
         println!("{}", pretty(&Value::Array(reports)));
+    }
+    if unreadable {
+        return Ok(2);
     }
     Ok(i32::from(failed))
 }
@@ -134,8 +155,16 @@ pub(crate) fn request_of(policy: &Policy, req: &RequestArgs) -> Result<(Request,
 }
 
 fn read_tools_file(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read tools file `{}`: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        let reason = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+            std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+            std::io::ErrorKind::InvalidData => "not valid UTF-8".to_string(),
+            _ => e.to_string(),
+        };
+        format!("cannot read tools file `{}`: {reason}", path.display())
+    })?;
     if text.trim_start().starts_with('[') {
         let v: Vec<String> = serde_json::from_str(&text).map_err(|e| {
             format!(
@@ -222,11 +251,12 @@ pub(crate) fn offer(
         } else {
             policy.reason(name, d, &request)
         };
-        println!(
+        let line = format!(
             "{name:<width$}  {:<8}  {stage:<12}  {:<22}  {reason}",
             d.decision.as_str(),
             short_rule(&rule)
         );
+        println!("{}", line.trim_end());
     }
     let visible: Vec<&str> = offer.visible().collect();
     println!();

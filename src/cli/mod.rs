@@ -20,7 +20,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Check policy files; print every diagnostic. Exit 1 when any has errors.
+    /// Check policy files; print every diagnostic. Exit 1 when any has errors, 2 when a file
+    /// cannot be read.
     Check {
         /// Policy files (`.warden`).
         #[arg(required = true)]
@@ -174,9 +175,18 @@ pub fn run() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
-            let _ = e.print();
-            return code;
+            if !e.use_stderr() {
+                // --help, --version
+                let _ = e.print();
+                return 0;
+            }
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `toolwarden` alone: the full help is the clearest answer.
+                let _ = e.print();
+                return 2;
+            }
+            eprintln!("{}", one_line_usage_error(&e.render().to_string()));
+            return 2;
         }
     };
     let result = match cli.command {
@@ -236,4 +246,19 @@ pub fn run() -> i32 {
             2
         }
     }
+}
+
+/// Shortens clap's usage error to one line: its first paragraph (the error and, for missing
+/// arguments, their names), without the usage block and tips, plus where to read more.
+fn one_line_usage_error(rendered: &str) -> String {
+    let first: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let mut line = first.join(" ");
+    if line.is_empty() {
+        line = "error: invalid command line".to_string();
+    }
+    format!("{line} (see `toolwarden --help`)")
 }

@@ -233,6 +233,15 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file".to_string(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        _ => e.to_string().to_lowercase(),
+        std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        _ => {
+            // Drop the platform's " (os error N)" suffix: the same failure reads the same
+            // everywhere.
+            let text = e.to_string().to_lowercase();
+            match text.find(" (os error") {
+                Some(i) => text[..i].to_string(),
+                None => text,
+            }
+        }
     }
 }

@@ -82,7 +82,14 @@ pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
                 // would need a second grammar entry; instead we re-parse declaration by
                 // declaration from `base` until the failing one.
                 salvage_prefix(text, base, at, file, &mut decls, &mut diagnostics);
-                match resume_point(text, at) {
+                // An error at the very start of a declaration line (the declaration before it
+                // was left open) resumes at that line, so its declaration is not lost.
+                let next = if at > base && starts_declaration_line(text, at) {
+                    Some(at)
+                } else {
+                    resume_point(text, at)
+                };
+                match next {
                     Some(next) => base = next,
                     None => break,
                 }
@@ -145,6 +152,12 @@ fn salvage_prefix(
             }
         }
     }
+}
+
+/// Whether `at` is the first byte of a line that starts with a declaration keyword.
+fn starts_declaration_line(text: &str, at: usize) -> bool {
+    let line_start = at == 0 || text.as_bytes().get(at - 1) == Some(&b'\n');
+    line_start && DECLARATION_KEYWORDS.contains(&found_token(text, at).as_str())
 }
 
 /// The byte offset of the next line after `at` that starts, in column 1, with a declaration
@@ -214,15 +227,37 @@ fn syntax_error(variant: &ErrorVariant<Rule>, text: &str, at: usize, file: FileI
     } else {
         format!("`{found}`")
     };
-    let mut d = Diagnostic::error("syntax", format!("expected {expected}, found {found_text}"))
-        .at(found_span, format!("expected {expected} here"));
-    if let Some(help) = syntax_help(&found, &expected) {
+    let mut d = Diagnostic::error("syntax", format!("expected {expected}, found {found_text}")).at(
+        found_span,
+        format!("expected {} here", without_examples(&expected)),
+    );
+    if let Some(help) = single_quoted(text, at).or_else(|| syntax_help(&found, &expected)) {
         d = d.help(help);
     }
     d
 }
 
+/// For a single-quoted string at `at` (`'invoices.view'`), the help that rewrites it with
+/// double quotes.
+fn single_quoted(text: &str, at: usize) -> Option<String> {
+    let rest = text.get(at..)?.strip_prefix('\'')?;
+    let line = rest.split('\n').next().unwrap_or("");
+    let inner = &line[..line.find('\'')?];
+    let escaped = inner.replace('\\', "\\\\").replace('"', "\\\"");
+    Some(format!(
+        "strings use double quotes: write \"{escaped}\" instead of '{inner}'"
+    ))
+}
+
 fn syntax_help(found: &str, expected: &str) -> Option<String> {
+    if (expected.starts_with(TOOL_ATTRIBUTE) || expected.starts_with(MODE_ITEM))
+        && DECLARATION_KEYWORDS.contains(&found)
+    {
+        return Some(
+            "the `{ ... }` block of the declaration above is not closed: end it with `}` before this line"
+                .to_string(),
+        );
+    }
     if expected.starts_with("a declaration") {
         let close = DECLARATION_KEYWORDS
             .iter()
@@ -242,9 +277,32 @@ fn syntax_help(found: &str, expected: &str) -> Option<String> {
     None
 }
 
+/// `phrase` without its parenthesized examples, for the short label under the caret (the
+/// message keeps them).
+fn without_examples(phrase: &str) -> String {
+    let mut out = String::with_capacity(phrase.len());
+    let mut depth = 0usize;
+    for c in phrase.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// The word or character at `at`, for "found `...`".
 fn found_token(text: &str, at: usize) -> String {
     let rest = text.get(at..).unwrap_or("");
+    // A single-quoted string, whole, when it closes on its line.
+    if let Some(body) = rest.strip_prefix('\'') {
+        let line = body.split('\n').next().unwrap_or("");
+        if let Some(end) = line.find('\'') {
+            return format!("'{}'", &line[..end]);
+        }
+    }
     let word: String = rest
         .chars()
         .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.' || *c == '-')
@@ -255,28 +313,70 @@ fn found_token(text: &str, at: usize) -> String {
     rest.chars().next().map(String::from).unwrap_or_default()
 }
 
+/// The phrase for "inside a tool, pattern or `defaults` block".
+const TOOL_ATTRIBUTE: &str = "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`) or `}`";
+/// The phrase for "inside a mode block".
+const MODE_ITEM: &str = "a mode item (`matrix`, `restrict`, `confirm`) or `}`";
+
 /// A human phrase for a set of expected rules: "a name", "`{`", "a declaration (...)".
+///
+/// pest reports the keywords that could start the next item; they are grouped back into what
+/// the author thinks in: a declaration (top level), a tool attribute, a mode item. Keywords that
+/// start a declaration but also appear inside blocks (`matrix`, `mode`, `roles`, `confirm`,
+/// `tenant`, `match`) are not listed one by one next to "a declaration".
 fn expected_phrase(rules: &[Rule]) -> String {
+    let declaration = rules
+        .iter()
+        .any(|r| *r == Rule::EOI || is_declaration_keyword(*r));
+    let tool_body = rules.contains(&Rule::kw_effect) && rules.contains(&Rule::kw_requires);
+    let mode_body = rules.contains(&Rule::kw_restrict);
     let mut phrases: Vec<String> = Vec::new();
-    let mut declaration = false;
+    if declaration {
+        phrases.push("a declaration".to_string());
+    }
+    if tool_body {
+        phrases.push(TOOL_ATTRIBUTE.to_string());
+    }
+    if mode_body {
+        phrases.push(MODE_ITEM.to_string());
+    }
     for rule in rules {
-        let phrase = match rule {
-            Rule::EOI => {
-                declaration = true;
-                continue;
+        let grouped = match rule {
+            Rule::EOI => true,
+            r if is_declaration_keyword(*r) => true,
+            _ => {
+                (declaration
+                    && matches!(
+                        rule,
+                        Rule::kw_matrix
+                            | Rule::kw_mode
+                            | Rule::kw_roles
+                            | Rule::kw_confirm
+                            | Rule::kw_tenant
+                            | Rule::kw_match
+                    ))
+                    || (tool_body
+                        && matches!(
+                            rule,
+                            Rule::kw_effect
+                                | Rule::kw_permissions
+                                | Rule::kw_roles
+                                | Rule::kw_tenant
+                                | Rule::kw_requires
+                                | Rule::kw_confirm
+                                | Rule::kw_enabled
+                        ))
+                    || (mode_body
+                        && matches!(rule, Rule::kw_matrix | Rule::kw_restrict | Rule::kw_confirm))
             }
-            r if is_declaration_keyword(*r) => {
-                declaration = true;
-                continue;
-            }
-            r => rule_name(*r),
         };
+        if grouped {
+            continue;
+        }
+        let phrase = rule_name(*rule);
         if !phrases.contains(&phrase) {
             phrases.push(phrase);
         }
-    }
-    if declaration {
-        phrases.insert(0, "a declaration".to_string());
     }
     match phrases.len() {
         0 => "something else".to_string(),
@@ -369,9 +469,14 @@ struct Builder<'d> {
 }
 
 impl Builder<'_> {
+    /// The span of a pair, without trailing white space and comments: pest's implicit
+    /// white space makes a rule that ends in a repetition (`name ~ ("," ~ name)*`) swallow the
+    /// blanks and comments after its last token, which would put carets and `rule_text` over
+    /// them.
     fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
-        Span::new(self.file, self.base + s.start(), self.base + s.end())
+        let end = trim_trailing_trivia(pair);
+        Span::new(self.file, self.base + s.start(), self.base + end)
     }
 
     fn build_decl(&mut self, pair: Pair<'_, Rule>, full_text: &str) -> Option<Decl> {
@@ -700,6 +805,36 @@ impl Builder<'_> {
             _ => return None,
         })
     }
+}
+
+/// The end offset of `pair` once trailing white space and `#` comments are left out. Only the
+/// text after the pair's last inner pair (itself trimmed) can be such trivia; literal tokens
+/// there (`}`, a closing quote) are kept.
+fn trim_trailing_trivia(pair: &Pair<'_, Rule>) -> usize {
+    let span = pair.as_span();
+    let Some(last) = pair
+        .clone()
+        .into_inner()
+        .last()
+        .map(|p| trim_trailing_trivia(&p))
+    else {
+        return span.end();
+    };
+    let Some(tail) = pair.as_str().get(last.saturating_sub(span.start())..) else {
+        return span.end();
+    };
+    let mut end = last;
+    let mut in_comment = false;
+    for (i, c) in tail.char_indices() {
+        if in_comment {
+            in_comment = c != '\n';
+        } else if c == '#' {
+            in_comment = true;
+        } else if !c.is_whitespace() && c != '\u{FEFF}' {
+            end = last + i + c.len_utf8();
+        }
+    }
+    end
 }
 
 /// Keyword tokens carry no data; builders skip them.

@@ -1,0 +1,155 @@
+//! The checker's diagnostics, pinned: every `tests/fixtures/check/*.warden` is a small policy
+//! with one kind of problem (or, for `several_errors.warden`, many), and its full rendered
+//! report (`file:line:col`, source line, caret, message, `help`) is an insta snapshot.
+//!
+//! Fixtures are loaded by their path relative to the crate root, written with `/`, so the
+//! snapshots read the same on every platform. Files under `fixtures/check/include/` are only
+//! included by the fixtures, never checked on their own.
+
+use std::path::Path;
+
+use toolwarden::{render_all, Policy, Severity};
+
+/// `path` relative to the crate root, with `/` separators.
+fn relative(path: &Path) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The report `toolwarden check` prints for a policy: every diagnostic, then the totals.
+fn report(path: &str) -> (String, bool) {
+    match Policy::from_file(path) {
+        Ok(policy) => (render_all(policy.warnings(), policy.sources()), true),
+        Err(e) => (e.render(), false),
+    }
+}
+
+#[test]
+fn every_fixture_renders_its_diagnostics() {
+    insta::glob!("fixtures/check/*.warden", |path| {
+        let rel = relative(path);
+        let (rendered, loaded) = report(&rel);
+        // Each fixture shows a problem: errors (no policy), or for a warnings-only fixture, at
+        // least one warning.
+        assert!(
+            rendered
+                .lines()
+                .last()
+                .is_some_and(|l| l != "0 errors, 0 warnings"),
+            "{rel} reports nothing"
+        );
+        if rel.ends_with("shadowed_pattern.warden") {
+            assert!(loaded, "warnings never stop a policy from loading");
+        } else {
+            assert!(!loaded, "{rel} should not load");
+        }
+        insta::assert_snapshot!(rendered);
+    });
+}
+
+/// The number of errors and warnings of each fixture, and the codes, so a change in what is
+/// reported shows up even without reading the snapshots.
+#[test]
+fn each_fixture_reports_the_expected_codes() {
+    let expected: &[(&str, &[&str])] = &[
+        ("default_mode_missing", &["undefined-mode"]),
+        ("duplicate_effect", &["duplicate"]),
+        ("duplicate_matrix", &["duplicate"]),
+        ("duplicate_mode", &["duplicate"]),
+        ("duplicate_tool", &["duplicate"]),
+        ("implies_cycle", &["cycle"]),
+        ("include_cycle", &["include-cycle"]),
+        ("include_unreadable", &["include-unreadable"]),
+        ("matrix_bad_cell", &["matrix-cell", "matrix-cell"]),
+        ("matrix_cell_count", &["matrix-row", "matrix-row"]),
+        ("matrix_header", &["matrix-header", "matrix-header"]),
+        ("matrix_missing_row", &["matrix-row"]),
+        ("role_cycle", &["cycle"]),
+        (
+            "several_errors",
+            &[
+                "matrix-cell",
+                "undefined-effect",
+                "undefined-role",
+                "undefined-effect",
+                "duplicate",
+                "missing-effect",
+                "undefined-permission",
+            ],
+        ),
+        (
+            "shadowed_pattern",
+            &["shadowed-pattern", "shadowed-pattern"],
+        ),
+        ("syntax_bad_escape", &["bad-escape"]),
+        ("syntax_bad_keyword", &["syntax"]),
+        ("syntax_missing_brace", &["syntax"]),
+        ("syntax_several", &["syntax", "syntax", "undefined-effect"]),
+        ("syntax_single_quotes", &["syntax"]),
+        (
+            "undefined_effect",
+            &["undefined-effect", "undefined-effect"],
+        ),
+        (
+            "undefined_intent",
+            &["undefined-intent", "undefined-intent"],
+        ),
+        (
+            "undefined_matrix",
+            &["undefined-matrix", "undefined-matrix"],
+        ),
+        ("undefined_mode", &["undefined-mode"]),
+        (
+            "undefined_permission",
+            &["undefined-permission", "undefined-permission"],
+        ),
+        ("undefined_role", &["undefined-role", "undefined-role"]),
+    ];
+    let mut on_disk: Vec<String> = std::fs::read_dir("tests/fixtures/check")
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".warden").map(str::to_string)
+        })
+        .collect();
+    on_disk.sort();
+    let listed: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+    assert_eq!(on_disk, listed, "every fixture is listed here, in order");
+    for (name, codes) in expected {
+        let path = format!("tests/fixtures/check/{name}.warden");
+        let diagnostics = match Policy::from_file(&path) {
+            Ok(p) => p.warnings().to_vec(),
+            Err(e) => e.diagnostics().to_vec(),
+        };
+        let got: Vec<&str> = diagnostics.iter().map(|d| d.code()).collect();
+        assert_eq!(&got, codes, "{name}");
+        // Every diagnostic about text points at it and says what to write instead.
+        for d in &diagnostics {
+            assert!(d.span().is_some(), "{name}: {} has no span", d.code());
+            assert!(d.help_text().is_some(), "{name}: {} has no help", d.code());
+        }
+        let warnings_only = diagnostics
+            .iter()
+            .all(|d| d.severity() == Severity::Warning);
+        assert_eq!(warnings_only, *name == "shadowed_pattern", "{name}");
+    }
+}
+
+#[test]
+fn the_shipped_policies_check_clean() {
+    for path in [
+        "policies/finance.warden",
+        "policies/connectors.warden",
+        "policies/retail.warden",
+        "policies/examples/agentdojo-banking.warden",
+    ] {
+        let policy = Policy::from_file(path).unwrap_or_else(|e| panic!("{}", e.render()));
+        let (rendered, _) = report(path);
+        assert_eq!(rendered, "0 errors, 0 warnings\n", "{path}");
+        assert!(policy.warnings().is_empty(), "{path}");
+    }
+}
