@@ -273,7 +273,7 @@ fn denials_point_at_the_rule_that_decided() {
     assert_eq!(policy.rule_text(d.rule), "deny");
     assert_eq!(
         policy.rule_source(d.rule).unwrap().to_string(),
-        format!("{POLICY}:28:33")
+        format!("{POLICY}:28:30")
     );
     // autonomous, export query, export tool: confirmed by the mode's `confirm` list.
     let d = policy
