@@ -268,6 +268,11 @@ impl Policy {
         let mut intent_mask = 0u64;
         let mut first_intent = None;
         for name in &intent.intents {
+            // A policy without `intents` classifies every query as `""` (see
+            // `Policy::fallback_intent`); that intent gates nothing.
+            if t.intents.is_empty() && name.is_empty() {
+                continue;
+            }
             match t.intents.iter().position(|x| **x == **name) {
                 Some(i) => {
                     intent_mask |= 1u64 << (i as u32).min(63);
