@@ -261,10 +261,16 @@ fn field_position(text: &str, case: (usize, usize), to: usize, key: &str) -> (us
         .skip(case.0 - 1)
         .take(to.saturating_sub(case.0))
     {
-        let body = line.trim_start().trim_start_matches("- ");
-        if body.starts_with(&pat) {
-            let col = line.find(&pat).map_or(1, |c| c + 1);
-            return (i + 1, col);
+        // `key:` as a whole key: at the start of the line's content, or after `{`, `,` or a
+        // space (flow mappings).
+        let mut from = 0;
+        while let Some(off) = line[from..].find(&pat) {
+            let at = from + off;
+            let before = line[..at].chars().last();
+            if before.is_none_or(|c| c == '{' || c == ',' || c == ' ' || c == '-') {
+                return (i + 1, line[..at].chars().count() + 1);
+            }
+            from = at + pat.len();
         }
     }
     case
