@@ -562,11 +562,13 @@ fn cli_test_closing_line_and_exit_codes() {
         .output()
         .expect("runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        stdout.lines().last(),
-        Some("39 passed, 0 failed"),
-        "{stdout}"
-    );
+    // Other test files may join policies/ later; ours are 39 cases.
+    let last = stdout.lines().last().unwrap_or("");
+    let passed: usize = last
+        .strip_suffix(" passed, 0 failed")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("closing line {last:?}"));
+    assert!(passed >= 39, "{stdout}");
     assert_eq!(out.status.code(), Some(0));
 
     let dir = scratch("cli");

@@ -261,14 +261,14 @@ impl Policy {
         }
     }
 
-    /// Evaluates stages 1–7 and confirmation symbolically for one row, mode and intent.
-    pub(crate) fn symbolic(
+    /// Stages 1–5, which do not depend on the mode or the intent: the conditions, or the
+    /// unconditional deny (`Err`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn symbolic_prefix(
         &self,
         shape: &ConnShape,
         row: Option<&ToolRow>,
-        mode: usize,
-        intent: Option<usize>,
-    ) -> (Outcome, Vec<SymStep>) {
+    ) -> Result<(Conditions, Vec<SymStep>), (Outcome, Vec<SymStep>)> {
         let t = self.tables();
         let mut steps = Vec::with_capacity(8);
         let deny = |stage, steps| {
@@ -286,11 +286,11 @@ impl Policy {
         // 1. identity
         let Some(row) = row else {
             steps.push(step(Stage::Identity, Sym::Fail, Some(t.rule_unknown)));
-            return deny(Stage::Identity, steps);
+            return Err(deny(Stage::Identity, steps));
         };
         if !row.enabled {
             steps.push(step(Stage::Identity, Sym::Fail, Some(row.rule_disabled)));
-            return deny(Stage::Identity, steps);
+            return Err(deny(Stage::Identity, steps));
         }
         steps.push(step(Stage::Identity, Sym::Pass, Some(row.rule_decl)));
         let mut conditions = Conditions::default();
@@ -334,7 +334,7 @@ impl Policy {
             ok.sort();
             if ok.is_empty() {
                 steps.push(step(Stage::Role, Sym::Fail, Some(row.rule_roles)));
-                return deny(Stage::Role, steps);
+                return Err(deny(Stage::Role, steps));
             }
             steps.push(step(
                 Stage::Role,
@@ -385,6 +385,31 @@ impl Policy {
             ));
             conditions.permissions = groups;
         }
+        Ok((conditions, steps))
+    }
+
+    /// Stages 6, 7 and confirmation for one mode and intent, after [`Policy::symbolic_prefix`].
+    pub(crate) fn symbolic_suffix(
+        &self,
+        row: &ToolRow,
+        conditions: Conditions,
+        mut steps: Vec<SymStep>,
+        mode: usize,
+        intent: Option<usize>,
+    ) -> (Outcome, Vec<SymStep>) {
+        let t = self.tables();
+        let deny = |stage, steps| {
+            (
+                Outcome {
+                    decision: Decision::Deny,
+                    stage: Some(stage),
+                    conditions: Conditions::default(),
+                    forced: None,
+                },
+                steps,
+            )
+        };
+        let step = |stage, sym, rule: Option<RuleId>| SymStep { stage, sym, rule };
         // 6. mode ceiling
         let m = &t.modes[mode];
         let bit = 1u64 << row.effect.min(63);
@@ -501,9 +526,16 @@ impl Policy {
         let t = self.tables();
         let intents = self.table_intents();
         let mut cells = Vec::with_capacity(modes.len() * intents.len());
+        let prefix = self.symbolic_prefix(shape, row);
         for &m in modes {
             for (name, i) in &intents {
-                let (outcome, steps) = self.symbolic(shape, row, m, *i);
+                let (outcome, steps) = match (&prefix, row) {
+                    (Ok((c, st)), Some(row)) => {
+                        self.symbolic_suffix(row, c.clone(), st.clone(), m, *i)
+                    }
+                    (Err(denied), _) => denied.clone(),
+                    (Ok(_), None) => unreachable_deny(),
+                };
                 cells.push(TableCell {
                     mode: t.modes[m].name.to_string(),
                     intent: name.clone(),
@@ -514,6 +546,19 @@ impl Policy {
         }
         cells
     }
+}
+
+/// A prefix only succeeds with a row; kept total so no path can panic.
+fn unreachable_deny() -> (Outcome, Vec<SymStep>) {
+    (
+        Outcome {
+            decision: Decision::Deny,
+            stage: Some(Stage::Identity),
+            conditions: Conditions::default(),
+            forced: None,
+        },
+        Vec::new(),
+    )
 }
 
 impl Table {

@@ -200,7 +200,14 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                 for e in entries.flatten() {
                     let path = e.path();
                     if path.is_dir() {
-                        stack.push(path);
+                        // Build output and hidden folders (`.git`) hold no test files.
+                        let skip = path
+                            .file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n == "target" || n.starts_with('.'));
+                        if !skip {
+                            stack.push(path);
+                        }
                     } else if path
                         .file_name()
                         .and_then(|n| n.to_str())
