@@ -60,10 +60,17 @@ pub(crate) fn test(
                 println!("ERROR {e}");
             }
             for c in r.cases.iter().filter(|c| !c.passed) {
-                println!("FAIL {} {}: {}", c.location, c.name, c.failures.join("; "));
-                if let Some(t) = &c.trace {
-                    println!("     trace: {t}");
-                }
+                let trace = c
+                    .trace
+                    .as_ref()
+                    .map(|t| format!(" | trace: {t}"))
+                    .unwrap_or_default();
+                println!(
+                    "FAIL {} {}: {}{trace}",
+                    c.location,
+                    c.name,
+                    c.failures.join("; ")
+                );
             }
             if coverage {
                 if let Some(u) = &r.uncovered {
