@@ -672,3 +672,60 @@ fn cli_explain_prints_source_notes() {
     assert!(s.contains("  4 role         fail    needs one of `accountant`; the request holds `viewer` (closed under inclusion)\n        --> policies/finance.warden:55:93\n"), "{s}");
     assert!(s.ends_with("decision: deny (stage role)\n"), "{s}");
 }
+
+#[test]
+fn diff_reports_keyword_changes_and_reclassified_queries() {
+    let base =
+        "policy \"k\" version 1\neffects none, delete\nintents destructive > read\nfallback read\n\
+                matrix m {\n none delete\n read allow deny\n destructive allow allow\n}\n\
+                mode s { matrix m }\ndefault mode s\ntool rm { effect delete }\n";
+    let old = Policy::parse(
+        &format!("{base}keywords destructive {{ en \"delete\" }}\n"),
+        "old.warden",
+    )
+    .expect("loads");
+    let new = Policy::parse(
+        &format!("{base}keywords destructive {{ en \"delete\", \"purge\" }}\n"),
+        "new.warden",
+    )
+    .expect("loads");
+    let d = PolicyDiff::compute(&old, &new).with_queries(
+        &old,
+        &new,
+        ["purge invoice 7", "delete it", "show all"],
+    );
+    assert_eq!(d.keywords_added, ["destructive en \"purge\""]);
+    assert!(d.keywords_removed.is_empty());
+    assert!(d.cells.is_empty(), "no cell moves: {:?}", d.cells);
+    assert_eq!(d.queries.len(), 1);
+    assert_eq!(d.queries[0].text, "purge invoice 7");
+    assert_eq!(
+        (d.queries[0].old.as_slice(), d.queries[0].new.as_slice()),
+        (
+            ["read".to_string()].as_slice(),
+            ["destructive".to_string()].as_slice()
+        )
+    );
+    assert_eq!(d.queries[0].new_hits, ["destructive:purge"]);
+    assert!(d.render().ends_with("0 cells changed, 0 rows added/removed/changed, 0 declarations changed, 1 keyword added, 0 removed, 1 of 3 queries reclassified\n"));
+}
+
+#[test]
+fn table_json_and_csv_layouts_are_stable() {
+    let policy = load("retail.warden");
+    let table = Table::build(&policy, None).expect("table");
+    insta::assert_snapshot!("table_retail_json", table.render(TableFormat::Json));
+    let csv = Table::build(&load("finance.warden"), Some("supervised"))
+        .expect("table")
+        .render(TableFormat::Csv);
+    assert!(csv.contains(
+        "tool,delete_invoice,delete,supervised,destructive,confirm,confirmation,,,yes,accountant|admin,invoices.delete|invoices.manage\n"
+    ), "{csv}");
+    assert!(csv.contains(
+        "tool,delete_invoice,delete,supervised,read,deny,intent,confirm,,yes,accountant|admin,invoices.delete|invoices.manage\n"
+    ), "{csv}");
+    assert!(
+        csv.contains("tool,legacy_sync,write,supervised,read,deny,identity,,,,,\n"),
+        "{csv}"
+    );
+}

@@ -18,6 +18,9 @@
 //! that condition's stage. A cell denied at stage `intent` also gives the decision for a
 //! *forced* name (seed 001's `force_tool_names`), under the same conditions.
 //!
+//! Each cell is for one intent. Under `combine union` a query with several intents is offered
+//! an effect when any of its intents' cells offers it (the union of the cells).
+//!
 //! Rows are sorted (tools by name, then patterns by glob, then the undeclared-name row), modes
 //! keep declaration order and intents priority order, so the text, JSON and CSV layouts are
 //! stable across runs and platforms and can be committed and reviewed as a diff. Source
