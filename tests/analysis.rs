@@ -729,3 +729,35 @@ fn table_json_and_csv_layouts_are_stable() {
         "{csv}"
     );
 }
+
+#[test]
+fn cli_explain_with_args_judges_the_call_too() {
+    let out = bin()
+        .args([
+            "explain",
+            "-p",
+            "policies/finance.warden",
+            "--mode",
+            "autonomous",
+            "--permission",
+            "invoices.manage",
+            "--tenant",
+            "b-42",
+            "--intent",
+            "write",
+            "--tool",
+            "create_invoice",
+            "--args",
+            "{\"business_id\": \"x\", \"customer_id\": 1}",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("runs");
+    let s = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines[lines.len() - 2], "decision: allow");
+    assert_eq!(
+        lines[lines.len() - 1],
+        "call: deny at stage tenant_arg (argument `business_id` names tenant `x`, but this session's tenant is `b-42`), rule policies/finance.warden:50:12"
+    );
+}

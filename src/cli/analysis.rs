@@ -161,20 +161,45 @@ pub(crate) fn diff(
     Ok(i32::from(fail_on_change && !d.is_empty()))
 }
 
-/// `toolwarden explain -p FILE [request flags] --tool NAME`.
-pub(crate) fn explain(req: &RequestArgs, tool: &str, json: bool) -> CmdResult {
+/// `toolwarden explain -p FILE [request flags] --tool NAME [--args JSON]`.
+pub(crate) fn explain(req: &RequestArgs, tool: &str, args: Option<&str>, json: bool) -> CmdResult {
     let policy = load_policy(&req.policy)?;
     let (request, intent) = request_of(&policy, req)?;
     let trace = policy
         .explain(&request, &intent, tool)
         .map_err(|e| e.to_string())?;
+    let verdict = match args {
+        None => None,
+        Some(a) => {
+            let args: serde_json::Value =
+                serde_json::from_str(a).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
+            let mut turn = toolwarden::Turn::new();
+            Some(
+                policy
+                    .check_call(&request, &intent, &mut turn, tool, &args)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
     if json {
-        println!(
-            "{}",
-            pretty(&serde_json::to_value(&trace).map_err(|e| e.to_string())?)
-        );
+        let mut v = serde_json::to_value(&trace).map_err(|e| e.to_string())?;
+        if let Some(verdict) = &verdict {
+            v["call"] = verdict.to_json();
+        }
+        println!("{}", pretty(&v));
     } else {
         print!("{}", trace.render());
+        if let Some(v) = verdict {
+            println!(
+                "call: {}{} ({}){}",
+                v.decision,
+                v.stage
+                    .map(|s| format!(" at stage {s}"))
+                    .unwrap_or_default(),
+                v.reason,
+                v.source.map(|s| format!(", rule {s}")).unwrap_or_default()
+            );
+        }
     }
     Ok(0)
 }

@@ -118,6 +118,9 @@ enum Command {
         /// The tool name.
         #[arg(long)]
         tool: String,
+        /// Also judge a call with these arguments (a JSON object): stages 8–11 of the guard.
+        #[arg(long)]
+        args: Option<String>,
         /// Print the trace as JSON.
         #[arg(long)]
         json: bool,
@@ -204,7 +207,12 @@ pub fn run() -> i32 {
             fail_on_change,
             json,
         } => analysis::diff(&old, &new, queries.as_deref(), fail_on_change, json),
-        Command::Explain { req, tool, json } => analysis::explain(&req, &tool, json),
+        Command::Explain {
+            req,
+            tool,
+            args,
+            json,
+        } => analysis::explain(&req, &tool, args.as_deref(), json),
     };
     match result {
         Ok(code) => code,
