@@ -286,6 +286,38 @@ impl Classifier {
         }
     }
 
+    /// Every keyword entry as `(intent, lang, text)`, in declaration order (for analysis).
+    pub(crate) fn keyword_entries(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.keywords.iter().map(|k| {
+            (
+                self.intents
+                    .get(k.intent as usize)
+                    .map_or("", String::as_str),
+                k.lang.as_str(),
+                k.text.as_str(),
+            )
+        })
+    }
+
+    /// Every negator as `(direction, window, text)`, in declaration order (for analysis).
+    pub(crate) fn negator_entries(&self) -> impl Iterator<Item = (&'static str, u32, &str)> {
+        self.negations.iter().map(|n| {
+            let dir = match n.direction {
+                Direction::Before => "before",
+                Direction::After => "after",
+            };
+            (dir, n.window, n.text.as_str())
+        })
+    }
+
+    /// `"priority"` or `"union"`.
+    pub(crate) fn combine_name(&self) -> &'static str {
+        match self.combine {
+            Combine::Priority => "priority",
+            Combine::Union => "union",
+        }
+    }
+
     /// Number of keyword entries (not counting ZWNJ variants or negators).
     pub(crate) fn keyword_count(&self) -> usize {
         self.keywords.len()

@@ -428,7 +428,7 @@ impl Policy {
 
     /// The matrix cell rule for the bound intent(s) and an effect: the first intent whose cell
     /// is not `deny`, else the first intent's cell.
-    fn cell_rule(&self, b: &Bound<'_>, effect: u8) -> RuleId {
+    pub(crate) fn cell_rule(&self, b: &Bound<'_>, effect: u8) -> RuleId {
         let t = self.tables();
         let mode = &t.modes[b.mode];
         let Some(m) = mode.matrix else {

@@ -219,6 +219,42 @@ impl Policy {
             .map_or("", |s| self.inner.sources.slice(s))
     }
 
+    /// The compiled keyword classifier (for analysis).
+    pub(crate) fn classifier(&self) -> &crate::classify::Classifier {
+        &self.inner.compiled.classifier
+    }
+
+    /// The span of a rule, when the text spells it out.
+    pub(crate) fn rule_span(&self, rule: RuleId) -> Option<crate::syntax::ast::Span> {
+        self.tables()
+            .rules
+            .get(rule.0 as usize)
+            .and_then(|r| r.span)
+    }
+
+    /// The whole source line a rule starts on (without its line break), with the rule's
+    /// location and its column range on that line (in characters, 0-based, end exclusive).
+    pub(crate) fn rule_line(&self, rule: RuleId) -> Option<(Location, String, (usize, usize))> {
+        let span = self.rule_span(rule)?;
+        let sources = &self.inner.sources;
+        let text = sources.text(span.file);
+        let start = (span.start as usize).min(text.len());
+        let end = (span.end as usize).clamp(start, text.len());
+        let line_start = text.get(..start)?.rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text
+            .get(start..)?
+            .find('\n')
+            .map_or(text.len(), |i| start + i);
+        let line = text.get(line_start..line_end)?.trim_end_matches('\r');
+        let col0 = text.get(line_start..start)?.chars().count();
+        let col1 = col0 + text.get(start..end.min(line_end))?.chars().count();
+        Some((
+            sources.location(span),
+            line.to_string(),
+            (col0, col1.max(col0 + 1)),
+        ))
+    }
+
     /// The decision graph: node and edge lists, for `graph` and `explain`.
     pub fn graph(&self) -> &petgraph::graph::DiGraph<Node, Edge> {
         &self.inner.compiled.graph

@@ -2,6 +2,7 @@
 //! human text by default and JSON with `--json`. Exit codes: 0 success, 1 a failed check
 //! (`check` with errors), 2 a usage or input error (one clear line on stderr).
 
+mod analysis;
 mod commands;
 mod ecosystem;
 mod guard;
@@ -111,6 +112,62 @@ enum Command {
         /// `dot` (render with `dot -Tsvg`) or `mermaid`.
         #[arg(long, default_value = "dot")]
         format: String,
+    },
+    /// Run policy test files (`*.test.yaml`); exit 1 when a case fails.
+    Test {
+        /// Test files, or directories searched for `*.test.yaml` (default: `.`).
+        paths: Vec<PathBuf>,
+        /// Run only the cases whose name contains this text.
+        #[arg(long)]
+        filter: Option<String>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also list the tools, patterns, matrix cells, keywords and modes no case exercised.
+        #[arg(long)]
+        coverage: bool,
+    },
+    /// Print the complete decision table of a policy (every tool and pattern × mode × intent).
+    Table {
+        /// The policy file.
+        #[arg(short = 'p', long = "policy")]
+        policy: PathBuf,
+        /// Only this mode.
+        #[arg(long)]
+        mode: Option<String>,
+        /// Layout: text, json or csv.
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
+    /// Show every decision that changes between two versions of a policy.
+    Diff {
+        /// The old policy file.
+        old: PathBuf,
+        /// The new policy file.
+        new: PathBuf,
+        /// Queries to reclassify: one a line, or JSON Lines with a "text" field.
+        #[arg(long)]
+        queries: Option<PathBuf>,
+        /// Exit 1 when anything changed.
+        #[arg(long)]
+        fail_on_change: bool,
+        /// Print the diff as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Trace one tool's decision stage by stage, with the rules consulted.
+    Explain {
+        #[command(flatten)]
+        req: RequestArgs,
+        /// The tool name.
+        #[arg(long)]
+        tool: String,
+        /// Also judge a call with these arguments (a JSON object): stages 8–11 of the guard.
+        #[arg(long)]
+        args: Option<String>,
+        /// Print the trace as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -238,6 +295,30 @@ pub fn run() -> i32 {
         Command::Import(ImportCommand::Yaml { file, legacy }) => {
             guard::import_yaml(&file, legacy.as_deref())
         }
+        Command::Test {
+            paths,
+            filter,
+            json,
+            coverage,
+        } => analysis::test(&paths, filter.as_deref(), json, coverage),
+        Command::Table {
+            policy,
+            mode,
+            format,
+        } => analysis::table(&policy, mode.as_deref(), &format),
+        Command::Diff {
+            old,
+            new,
+            queries,
+            fail_on_change,
+            json,
+        } => analysis::diff(&old, &new, queries.as_deref(), fail_on_change, json),
+        Command::Explain {
+            req,
+            tool,
+            args,
+            json,
+        } => analysis::explain(&req, &tool, args.as_deref(), json),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,519 @@
+//! The change impact between two versions of a policy, exhaustive over the finite decision
+//! space: every tool and pattern of either version (plus the undeclared-name row) × every mode
+//! × every intent of either version, with the request conditions of stages 2–5 compared
+//! symbolically (see [`super::table`]). Nothing is sampled.
+//!
+//! A declared tool present in one version only is compared with what the other version does
+//! with the same name (a pattern, the `defaults`, or `unknown deny`); a pattern, mode or intent
+//! present in one version only shows as added or removed cells. Each changed cell names the
+//! rule that changed it: the rule read at the first stage whose result differs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::table::{ConnShape, Outcome, SubjectKind, Sym, SymStep, TableCell};
+use super::RuleRef;
+use crate::policy::Policy;
+
+/// One cell whose decision moved.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellChange {
+    /// What the row stands for.
+    pub kind: SubjectKind,
+    /// Tool name, glob, or `*`.
+    pub name: String,
+    /// The mode.
+    pub mode: String,
+    /// The intent (`""` without intents).
+    pub intent: String,
+    /// The old decision, `None` when the cell did not exist (new mode, intent or pattern).
+    pub old: Option<Outcome>,
+    /// The new decision, `None` when the cell no longer exists.
+    pub new: Option<Outcome>,
+    /// The rule of the new version that decides the difference, when the text spells it out.
+    pub rule: Option<RuleRef>,
+    /// The rule of the old version at the same stage.
+    pub old_rule: Option<RuleRef>,
+}
+
+/// A row present in one version only, or whose effect or `requires` changed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowChange {
+    /// What the row stands for.
+    pub kind: SubjectKind,
+    /// Tool name or glob.
+    pub name: String,
+    /// `added`, `removed` or `changed`.
+    pub change: &'static str,
+    /// The old effect and `requires`, when the row existed.
+    pub old: Option<(Option<String>, Vec<String>)>,
+    /// The new effect and `requires`, when the row exists.
+    pub new: Option<(Option<String>, Vec<String>)>,
+}
+
+/// A query whose classification changed.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryChange {
+    /// The query text.
+    pub text: String,
+    /// Its intents under the old policy.
+    pub old: Vec<String>,
+    /// Its intents under the new policy.
+    pub new: Vec<String>,
+    /// The keywords that hit under the new policy, as `intent:keyword`.
+    pub new_hits: Vec<String>,
+}
+
+/// The change impact between two policies. Build it with [`PolicyDiff::compute`].
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PolicyDiff {
+    /// Declarations that changed: effects, intents, modes, roles, permissions, tiers, settings
+    /// (`fallback`, `combine`, `unknown`, `confirm fields`, `tenant arg`, `limit`, `default
+    /// mode`), as `what: old -> new` lines.
+    pub settings: Vec<String>,
+    /// Rows added, removed, or whose effect or `requires` changed.
+    pub rows: Vec<RowChange>,
+    /// Every cell whose decision changed.
+    pub cells: Vec<CellChange>,
+    /// Keywords and negators added, as `intent lang "text"` (`negation before 3 lang "text"`).
+    pub keywords_added: Vec<String>,
+    /// Keywords and negators removed.
+    pub keywords_removed: Vec<String>,
+    /// Queries (from [`PolicyDiff::with_queries`]) whose intents changed.
+    pub queries: Vec<QueryChange>,
+    /// How many queries were classified.
+    pub queries_checked: usize,
+}
+
+fn set_change(what: &str, old: &[String], new: &[String], out: &mut Vec<String>) {
+    if old != new {
+        out.push(format!("{what}: {} -> {}", list(old), list(new)));
+    }
+}
+
+fn list(v: &[String]) -> String {
+    if v.is_empty() {
+        "(none)".to_string()
+    } else {
+        v.join(", ")
+    }
+}
+
+fn strings<'a>(it: impl Iterator<Item = &'a str>) -> Vec<String> {
+    it.map(str::to_string).collect()
+}
+
+fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
+    let t = p.tables();
+    let mut m = BTreeMap::new();
+    m.insert("effects", strings(p.effects()).join(", "));
+    m.insert("intents", strings(p.intents()).join(" > "));
+    m.insert("modes", strings(p.modes()).join(", "));
+    m.insert(
+        "default mode",
+        p.default_mode().unwrap_or("(none)").to_string(),
+    );
+    m.insert("fallback", p.fallback_intent().name);
+    m.insert("combine", p.classifier().combine_name().to_string());
+    m.insert(
+        "unknown",
+        if t.defaults.is_some() {
+            "allow"
+        } else {
+            "deny"
+        }
+        .to_string(),
+    );
+    m.insert("tiers", strings(p.tiers()).join(" > "));
+    m.insert(
+        "connectors prefix",
+        t.prefix.as_deref().unwrap_or("(none)").to_string(),
+    );
+    m.insert(
+        "confirm fields",
+        t.confirm_fields
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    m.insert(
+        "tenant arg",
+        t.tenant_arg.as_deref().unwrap_or("(none)").to_string(),
+    );
+    m.insert(
+        "limit transactional",
+        t.limit
+            .map_or("(none)".to_string(), |l| format!("{l} per turn")),
+    );
+    let mut roles: Vec<String> = (0..t.roles.len())
+        .map(|r| {
+            let mut inc: Vec<&str> = t.role_closure[r]
+                .iter()
+                .filter(|&x| x != r)
+                .map(|x| &*t.roles[x])
+                .collect();
+            inc.sort();
+            if inc.is_empty() {
+                t.roles[r].to_string()
+            } else {
+                format!("{} (includes {})", t.roles[r], inc.join(", "))
+            }
+        })
+        .collect();
+    roles.sort();
+    m.insert("roles", roles.join("; "));
+    let mut perms: Vec<String> = (0..t.permissions.len())
+        .map(|p| {
+            let mut imp: Vec<&str> = t.perm_closure[p]
+                .iter()
+                .filter(|&x| x != p)
+                .map(|x| &*t.permissions[x])
+                .collect();
+            imp.sort();
+            if imp.is_empty() {
+                t.permissions[p].to_string()
+            } else {
+                format!("{} (implies {})", t.permissions[p], imp.join(", "))
+            }
+        })
+        .collect();
+    perms.sort();
+    m.insert("permissions", perms.join("; "));
+    m
+}
+
+fn keywords_of(p: &Policy) -> BTreeSet<String> {
+    let c = p.classifier();
+    c.keyword_entries()
+        .map(|(i, l, t)| format!("{i} {l} \"{t}\""))
+        .chain(
+            c.negator_entries()
+                .map(|(d, w, t)| format!("negation {d} {w} \"{t}\"")),
+        )
+        .collect()
+}
+
+/// The rows of one policy, keyed for comparison.
+struct Side<'p> {
+    policy: &'p Policy,
+    modes: Vec<String>,
+    intents: Vec<String>,
+}
+
+impl<'p> Side<'p> {
+    fn new(policy: &'p Policy) -> Side<'p> {
+        Side {
+            policy,
+            modes: strings(policy.modes()),
+            intents: policy.table_intents().into_iter().map(|(n, _)| n).collect(),
+        }
+    }
+
+    /// Cells keyed by (mode, intent) for a subject, or `None` when this side has no such row.
+    fn cells(
+        &self,
+        kind: SubjectKind,
+        name: &str,
+    ) -> Option<BTreeMap<(String, String), TableCell>> {
+        let p = self.policy;
+        let t = p.tables();
+        let modes: Vec<usize> = (0..t.modes.len()).collect();
+        let cells = match kind {
+            SubjectKind::Tool => {
+                let (_, row) = p.resolve_tool(name);
+                p.row_cells(&p.conn_shape_of_name(name), row, &modes)
+            }
+            SubjectKind::Pattern => {
+                let pat = t.patterns.iter().find(|x| &*x.glob == name)?;
+                p.row_cells(&p.conn_shape_of_glob(name), Some(&pat.row), &modes)
+            }
+            SubjectKind::Unknown => {
+                let shape: ConnShape = p.conn_shape_of_glob("*");
+                p.row_cells(&shape, t.defaults.as_ref(), &modes)
+            }
+        };
+        Some(
+            cells
+                .into_iter()
+                .map(|c| ((c.mode.clone(), c.intent.clone()), c))
+                .collect(),
+        )
+    }
+
+    fn meta(&self, kind: SubjectKind, name: &str) -> Option<(Option<String>, Vec<String>)> {
+        let t = self.policy.tables();
+        let row = match kind {
+            SubjectKind::Tool => t.tool_index.get(name).map(|&i| &t.tools[i as usize].1),
+            SubjectKind::Pattern => t.patterns.iter().find(|x| &*x.glob == name).map(|x| &x.row),
+            SubjectKind::Unknown => t.defaults.as_ref(),
+        };
+        match (kind, row) {
+            (SubjectKind::Unknown, None) => Some((None, Vec::new())),
+            (_, None) => None,
+            (_, Some(r)) => Some((
+                Some(t.effects[r.effect as usize].to_string()),
+                r.requires.iter().map(|s| s.to_string()).collect(),
+            )),
+        }
+    }
+}
+
+/// The first stage whose symbolic result differs, with the rules read there on each side.
+fn deciding_rules(
+    old: Option<&[SymStep]>,
+    new: Option<&[SymStep]>,
+) -> (
+    Option<crate::decision::RuleId>,
+    Option<crate::decision::RuleId>,
+) {
+    match (old, new) {
+        (Some(o), Some(n)) => {
+            for stage in crate::decision::Stage::ALL {
+                let a = o.iter().find(|s| s.stage == stage);
+                let b = n.iter().find(|s| s.stage == stage);
+                let sym = |s: Option<&SymStep>| s.map_or(Sym::NotApplicable, |s| s.sym.clone());
+                if sym(a) != sym(b) {
+                    return (a.and_then(|s| s.rule), b.and_then(|s| s.rule));
+                }
+            }
+            (None, None)
+        }
+        (None, Some(n)) => (None, n.last().and_then(|s| s.rule)),
+        (Some(o), None) => (o.last().and_then(|s| s.rule), None),
+        (None, None) => (None, None),
+    }
+}
+
+impl PolicyDiff {
+    /// Compares `old` with `new` over the whole decision space (see the module docs).
+    /// Never fails: policies with different effects, intents, modes or tools still compare,
+    /// the cells one of them lacks showing as added or removed.
+    pub fn compute(old: &Policy, new: &Policy) -> PolicyDiff {
+        let mut diff = PolicyDiff::default();
+        let (so, sn) = (settings_of(old), settings_of(new));
+        for (k, v) in &so {
+            let w = sn.get(k).cloned().unwrap_or_default();
+            if *v != w {
+                set_change(k, std::slice::from_ref(v), &[w], &mut diff.settings);
+            }
+        }
+        let (ko, kn) = (keywords_of(old), keywords_of(new));
+        diff.keywords_added = kn.difference(&ko).cloned().collect();
+        diff.keywords_removed = ko.difference(&kn).cloned().collect();
+
+        let (a, b) = (Side::new(old), Side::new(new));
+        let mut subjects: BTreeSet<(SubjectKind, String)> = BTreeSet::new();
+        for p in [old, new] {
+            let t = p.tables();
+            subjects.extend(
+                t.tools
+                    .iter()
+                    .map(|(n, _)| (SubjectKind::Tool, n.to_string())),
+            );
+            subjects.extend(
+                t.patterns
+                    .iter()
+                    .map(|x| (SubjectKind::Pattern, x.glob.to_string())),
+            );
+        }
+        subjects.insert((SubjectKind::Unknown, "*".to_string()));
+
+        // Cell keys: the union of modes × the union of intents, in old order then new.
+        let mut modes: Vec<String> = a.modes.clone();
+        modes.extend(b.modes.iter().filter(|m| !a.modes.contains(m)).cloned());
+        let mut intents: Vec<String> = a.intents.clone();
+        intents.extend(b.intents.iter().filter(|i| !a.intents.contains(i)).cloned());
+
+        for (kind, name) in &subjects {
+            let (mo, mn) = (a.meta(*kind, name), b.meta(*kind, name));
+            let change = match (&mo, &mn) {
+                (None, Some(_)) => Some("added"),
+                (Some(_), None) => Some("removed"),
+                (Some(x), Some(y)) if x != y => Some("changed"),
+                _ => None,
+            };
+            if let Some(change) = change {
+                diff.rows.push(RowChange {
+                    kind: *kind,
+                    name: name.clone(),
+                    change,
+                    old: mo.clone(),
+                    new: mn.clone(),
+                });
+            }
+            let (co, cn) = (a.cells(*kind, name), b.cells(*kind, name));
+            for mode in &modes {
+                for intent in &intents {
+                    let key = (mode.clone(), intent.clone());
+                    let x = co.as_ref().and_then(|c| c.get(&key));
+                    let y = cn.as_ref().and_then(|c| c.get(&key));
+                    if x.map(|c| &c.outcome) == y.map(|c| &c.outcome) {
+                        continue;
+                    }
+                    let (ro, rn) = deciding_rules(
+                        x.map(|c| c.steps.as_slice()),
+                        y.map(|c| c.steps.as_slice()),
+                    );
+                    diff.cells.push(CellChange {
+                        kind: *kind,
+                        name: name.clone(),
+                        mode: mode.clone(),
+                        intent: intent.clone(),
+                        old: x.map(|c| c.outcome.clone()),
+                        new: y.map(|c| c.outcome.clone()),
+                        rule: rn.and_then(|r| RuleRef::of(new, r)),
+                        old_rule: ro.and_then(|r| RuleRef::of(old, r)),
+                    });
+                }
+            }
+        }
+        diff
+    }
+
+    /// Adds the queries whose classification differs between `old` and `new`.
+    pub fn with_queries<'q>(
+        mut self,
+        old: &Policy,
+        new: &Policy,
+        queries: impl IntoIterator<Item = &'q str>,
+    ) -> PolicyDiff {
+        for q in queries {
+            self.queries_checked += 1;
+            let (x, y) = (old.classify(q), new.classify(q));
+            if x.intents != y.intents {
+                self.queries.push(QueryChange {
+                    text: q.to_string(),
+                    old: x.intents,
+                    new: y.intents,
+                    new_hits: y
+                        .hits
+                        .iter()
+                        .map(|h| format!("{}:{}", h.intent, h.keyword))
+                        .collect(),
+                });
+            }
+        }
+        self
+    }
+
+    /// Whether nothing moved.
+    pub fn is_empty(&self) -> bool {
+        self.settings.is_empty()
+            && self.rows.is_empty()
+            && self.cells.is_empty()
+            && self.keywords_added.is_empty()
+            && self.keywords_removed.is_empty()
+            && self.queries.is_empty()
+    }
+
+    /// The diff as human text, ending with a summary line (`N cells changed, ...`).
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if !self.settings.is_empty() {
+            out.push_str("declarations:\n");
+            for s in &self.settings {
+                out.push_str(&format!("  ~ {s}\n"));
+            }
+        }
+        if !self.rows.is_empty() {
+            out.push_str("rows:\n");
+            for r in &self.rows {
+                let fmt = |m: &Option<(Option<String>, Vec<String>)>| match m {
+                    None => String::new(),
+                    Some((e, req)) => {
+                        let mut s = format!("effect {}", e.as_deref().unwrap_or("-"));
+                        if !req.is_empty() {
+                            s.push_str(&format!(" requires {}", req.join(", ")));
+                        }
+                        s
+                    }
+                };
+                let sign = match r.change {
+                    "added" => "+",
+                    "removed" => "-",
+                    _ => "~",
+                };
+                let detail = match r.change {
+                    "added" => fmt(&r.new),
+                    "removed" => fmt(&r.old),
+                    _ => format!("{} -> {}", fmt(&r.old), fmt(&r.new)),
+                };
+                out.push_str(&format!(
+                    "  {sign} {} {} ({}): {detail}\n",
+                    r.kind.as_str(),
+                    r.name,
+                    r.change
+                ));
+            }
+        }
+        if !self.cells.is_empty() {
+            out.push_str("cells:\n");
+            for c in &self.cells {
+                let show = |o: &Option<Outcome>| {
+                    o.as_ref().map_or("(no cell)".to_string(), Outcome::to_text)
+                };
+                let intent = if c.intent.is_empty() { "*" } else { &c.intent };
+                out.push_str(&format!(
+                    "  ~ {} {}  mode {}  intent {}: {} -> {}\n",
+                    c.kind.as_str(),
+                    c.name,
+                    c.mode,
+                    intent,
+                    show(&c.old),
+                    show(&c.new)
+                ));
+                if let Some(r) = &c.rule {
+                    out.push_str(&format!("      by {}\n", r.one_line()));
+                }
+                if let Some(r) = &c.old_rule {
+                    if c.rule.as_ref().map(|n| n.line.trim()) != Some(r.line.trim()) {
+                        out.push_str(&format!("      was {}\n", r.one_line()));
+                    }
+                }
+            }
+        }
+        if !self.keywords_added.is_empty() || !self.keywords_removed.is_empty() {
+            out.push_str("keywords:\n");
+            for k in &self.keywords_added {
+                out.push_str(&format!("  + {k}\n"));
+            }
+            for k in &self.keywords_removed {
+                out.push_str(&format!("  - {k}\n"));
+            }
+        }
+        if !self.queries.is_empty() {
+            out.push_str("queries:\n");
+            for q in &self.queries {
+                out.push_str(&format!(
+                    "  ~ {:?}: {} -> {}{}\n",
+                    q.text,
+                    list(&q.old),
+                    list(&q.new),
+                    if q.new_hits.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (hits {})", q.new_hits.join(", "))
+                    }
+                ));
+            }
+        }
+        out.push_str(&format!(
+            "{} cell{} changed, {} row{} added/removed/changed, {} declaration{} changed, {} keyword{} added, {} removed, {} of {} quer{} reclassified\n",
+            self.cells.len(),
+            if self.cells.len() == 1 { "" } else { "s" },
+            self.rows.len(),
+            if self.rows.len() == 1 { "" } else { "s" },
+            self.settings.len(),
+            if self.settings.len() == 1 { "" } else { "s" },
+            self.keywords_added.len(),
+            if self.keywords_added.len() == 1 { "" } else { "s" },
+            self.keywords_removed.len(),
+            self.queries.len(),
+            self.queries_checked,
+            if self.queries_checked == 1 { "y" } else { "ies" },
+        ));
+        out
+    }
+}

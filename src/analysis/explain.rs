@@ -1,0 +1,495 @@
+//! The stage-by-stage trace of one `offer` decision: every stage (DESIGN.md, "Semantics of
+//! offer"), whether it passed, failed or was not reached, and the rules it consulted.
+//!
+//! The trace is computed stage by stage on its own (it does not copy the answer of
+//! [`Policy::decide_tool`]); the test suite checks that both agree for every tool of the
+//! reference policies.
+
+use serde::Serialize;
+
+use super::RuleRef;
+use crate::classify::Intent;
+use crate::decision::{Decision, RuleId, Stage, ToolMatch};
+use crate::eval::{Request, RequestError};
+use crate::policy::Policy;
+
+/// What one stage did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepResult {
+    /// The stage let the tool through.
+    Pass,
+    /// The stage denied the tool; later stages were not reached.
+    Fail,
+    /// The stage asks for confirmation (only [`Stage::Confirmation`]).
+    Confirm,
+    /// The stage did not run: an earlier stage failed.
+    Skip,
+}
+
+impl StepResult {
+    /// `pass`, `fail`, `confirm` or `skip`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepResult::Pass => "pass",
+            StepResult::Fail => "fail",
+            StepResult::Confirm => "confirm",
+            StepResult::Skip => "skip",
+        }
+    }
+}
+
+/// One stage of a [`Trace`].
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceStep {
+    /// The stage.
+    pub stage: Stage,
+    /// What it did.
+    pub result: StepResult,
+    /// Why, in one phrase.
+    pub detail: String,
+    /// The rules of the policy text the stage consulted (possibly none, e.g. a stage that does
+    /// not apply to the tool).
+    pub rules: Vec<RuleRef>,
+}
+
+/// The stage-by-stage trace of one tool's `offer` decision (stages 1–7, then confirmation).
+#[derive(Clone, Debug, Serialize)]
+pub struct Trace {
+    /// The tool name.
+    pub tool: String,
+    /// The mode the request resolved to.
+    pub mode: String,
+    /// The intents that gated the tool.
+    pub intents: Vec<String>,
+    /// What the name resolved to: `tool`, `pattern "<glob>"`, `defaults` or `unknown`.
+    pub matched: String,
+    /// The tool's effect, when the name resolved to one.
+    pub effect: Option<String>,
+    /// Every stage in evaluation order, then [`Stage::Confirmation`].
+    pub steps: Vec<TraceStep>,
+    /// The final decision.
+    pub decision: Decision,
+    /// The stage that denied, or [`Stage::Confirmation`] for a confirm; `None` for an allow.
+    pub stage: Option<Stage>,
+}
+
+impl Trace {
+    /// Renders the trace like compiler notes: one line per stage (`N stage result detail`),
+    /// each consulted rule as `--> file:line:col` with its source line and a caret, then the
+    /// decision.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let intents = if self.intents.iter().all(String::is_empty) {
+            "(none)".to_string()
+        } else {
+            self.intents.join(", ")
+        };
+        out.push_str(&format!(
+            "explain `{}` ({}{}) in mode `{}`, intent {}\n",
+            self.tool,
+            self.matched,
+            self.effect
+                .as_ref()
+                .map(|e| format!(", effect {e}"))
+                .unwrap_or_default(),
+            self.mode,
+            intents
+        ));
+        for step in &self.steps {
+            let number = if step.stage == Stage::Confirmation {
+                "-".to_string()
+            } else {
+                step.stage.number().to_string()
+            };
+            out.push_str(&format!(
+                "{:>3} {:<12} {:<7} {}\n",
+                number,
+                step.stage.as_str(),
+                step.result.as_str(),
+                step.detail
+            ));
+            for rule in &step.rules {
+                out.push_str(&rule.note("      "));
+            }
+        }
+        out.push_str(&format!("decision: {}", self.decision));
+        if let Some(stage) = self.stage {
+            out.push_str(&format!(" (stage {stage})"));
+        }
+        out.push('\n');
+        out
+    }
+
+    /// The trace on one line per stage, without source notes: `stage=result` pairs up to the
+    /// deciding stage, for test failure reports.
+    pub fn summary(&self) -> String {
+        self.steps
+            .iter()
+            .filter(|s| s.result != StepResult::Skip)
+            .map(|s| {
+                let rule = s
+                    .rules
+                    .first()
+                    .map(|r| format!(" @{}", r.location))
+                    .unwrap_or_default();
+                format!("{}={}{rule}", s.stage, s.result.as_str())
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn names(list: &[Box<str>], set: impl Iterator<Item = usize>) -> String {
+    set.filter_map(|i| list.get(i))
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Policy {
+    /// Explains how `tool` is decided for `request` and `intent`: every stage of `offer` in
+    /// order, with its result and the policy rules it consulted. The final decision equals
+    /// [`Policy::decide_tool`]'s.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] when the request names a mode, tier or intent the policy does not
+    /// declare.
+    pub fn explain(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tool: &str,
+    ) -> Result<Trace, RequestError> {
+        let b = self.bind(request, intent)?;
+        let t = self.tables();
+        let rr = |rule: RuleId| RuleRef::of(self, rule).into_iter().collect::<Vec<_>>();
+        let mode = &t.modes[b.mode];
+        let (matched, row) = self.resolve_tool(tool);
+        let mut trace = Trace {
+            tool: tool.to_string(),
+            mode: mode.name.to_string(),
+            intents: intent.intents.clone(),
+            matched: match matched {
+                ToolMatch::Declared(_) => "tool".to_string(),
+                ToolMatch::Pattern(i) => {
+                    let glob = t
+                        .patterns
+                        .iter()
+                        .find(|p| p.source_index == i)
+                        .map_or("", |p| &*p.glob);
+                    format!("pattern \"{glob}\"")
+                }
+                ToolMatch::Defaults => "defaults".to_string(),
+                ToolMatch::Unknown => "unknown".to_string(),
+            },
+            effect: row.map(|r| t.effects[r.effect as usize].to_string()),
+            steps: Vec::new(),
+            decision: Decision::Allow,
+            stage: None,
+        };
+        let mut failed = false;
+        let mut push = |trace: &mut Trace, stage, ok: Option<bool>, detail: String, rules| {
+            let result = if failed {
+                StepResult::Skip
+            } else {
+                match ok {
+                    Some(true) | None => StepResult::Pass,
+                    Some(false) => {
+                        failed = true;
+                        trace.decision = Decision::Deny;
+                        trace.stage = Some(stage);
+                        StepResult::Fail
+                    }
+                }
+            };
+            let (detail, rules) = if result == StepResult::Skip {
+                ("not reached".to_string(), Vec::new())
+            } else {
+                (detail, rules)
+            };
+            trace.steps.push(TraceStep {
+                stage,
+                result,
+                detail,
+                rules,
+            });
+        };
+
+        // 1. identity
+        match row {
+            None => push(
+                &mut trace,
+                Stage::Identity,
+                Some(false),
+                "not declared, matched by no pattern, and unknown tools are denied".to_string(),
+                rr(t.rule_unknown),
+            ),
+            Some(r) if !r.enabled => push(
+                &mut trace,
+                Stage::Identity,
+                Some(false),
+                "disabled (`enabled false`)".to_string(),
+                rr(r.rule_disabled),
+            ),
+            Some(r) => {
+                let matched_text = trace.matched.clone();
+                push(
+                    &mut trace,
+                    Stage::Identity,
+                    Some(true),
+                    match matched {
+                        ToolMatch::Defaults => {
+                            "not declared; `unknown allow` gives it the `defaults`".to_string()
+                        }
+                        _ => format!("{matched_text} `{tool}`"),
+                    },
+                    rr(r.rule_decl),
+                )
+            }
+        }
+        let row = row.cloned().unwrap_or_else(|| crate::compile::ToolRow {
+            effect: 0,
+            roles: None,
+            perms: crate::compile::BitSet::new(0),
+            tenant_required: false,
+            requires: Box::new([]),
+            confirm_always: false,
+            enabled: false,
+            rule_decl: t.rule_unknown,
+            rule_disabled: t.rule_unknown,
+            rule_tenant: t.rule_unknown,
+            rule_roles: t.rule_unknown,
+            rule_perms: t.rule_unknown,
+            rule_confirm: t.rule_unknown,
+            rule_requires: t.rule_unknown,
+        });
+
+        // 2. connector
+        match (b.allowlist, self.connector_server(tool)) {
+            (Some((tier, servers)), Some(server)) => {
+                let ok = servers.iter().any(|s| s == server);
+                let list = if servers.is_empty() {
+                    "[] (zero connectors)".to_string()
+                } else {
+                    servers.join(", ")
+                };
+                push(
+                    &mut trace,
+                    Stage::Connector,
+                    Some(ok),
+                    format!(
+                        "server `{server}` {} the {} allowlist: {list}",
+                        if ok { "is in" } else { "is not in" },
+                        t.tiers[tier]
+                    ),
+                    rr(t.rule_tiers),
+                );
+            }
+            (None, Some(server)) => push(
+                &mut trace,
+                Stage::Connector,
+                None,
+                format!("server `{server}`: the request sets no allowlist (unrestricted)"),
+                rr(t.rule_tiers),
+            ),
+            (_, None) => push(
+                &mut trace,
+                Stage::Connector,
+                None,
+                "not an `<prefix><server>__<tool>` name: not gated".to_string(),
+                Vec::new(),
+            ),
+        }
+
+        // 3. tenant
+        if row.tenant_required {
+            let ok = b.tenant.is_some();
+            push(
+                &mut trace,
+                Stage::Tenant,
+                Some(ok),
+                match b.tenant {
+                    Some(tn) => format!("`tenant required`; the request's tenant is `{tn}`"),
+                    None => "`tenant required` and the request has no tenant".to_string(),
+                },
+                rr(row.rule_tenant),
+            );
+        } else {
+            push(
+                &mut trace,
+                Stage::Tenant,
+                None,
+                "no tenant required".to_string(),
+                Vec::new(),
+            );
+        }
+
+        // 4. role
+        match &row.roles {
+            Some(roles) => {
+                let ok = roles.intersects(&b.roles);
+                let held = names(&t.roles, b.roles.iter());
+                push(
+                    &mut trace,
+                    Stage::Role,
+                    Some(ok),
+                    format!(
+                        "needs one of {}; the request holds {}",
+                        names(&t.roles, roles.iter()),
+                        if held.is_empty() {
+                            "no declared role".to_string()
+                        } else {
+                            format!("{held} (closed under inclusion)")
+                        }
+                    ),
+                    rr(row.rule_roles),
+                );
+            }
+            None => push(
+                &mut trace,
+                Stage::Role,
+                None,
+                "no role restriction".to_string(),
+                Vec::new(),
+            ),
+        }
+
+        // 5. permission
+        if row.perms.is_empty() {
+            push(
+                &mut trace,
+                Stage::Permission,
+                None,
+                "no permission required".to_string(),
+                Vec::new(),
+            );
+        } else {
+            let ok = row.perms.is_subset(&b.perms);
+            let missing: Vec<usize> = row
+                .perms
+                .iter()
+                .filter(|&p| !b.perms.iter().any(|q| q == p))
+                .collect();
+            let detail = if ok {
+                format!(
+                    "needs {}; held (closed under `implies`)",
+                    names(&t.permissions, row.perms.iter())
+                )
+            } else {
+                format!(
+                    "needs {}; missing {}",
+                    names(&t.permissions, row.perms.iter()),
+                    names(&t.permissions, missing.into_iter())
+                )
+            };
+            push(
+                &mut trace,
+                Stage::Permission,
+                Some(ok),
+                detail,
+                rr(row.rule_perms),
+            );
+        }
+
+        // 6. mode ceiling
+        let bit = 1u64 << row.effect.min(63);
+        let effect = t.effects.get(row.effect as usize).map_or("?", |e| &**e);
+        let ok = mode.restrict & bit != 0;
+        push(
+            &mut trace,
+            Stage::Mode,
+            Some(ok),
+            if ok {
+                format!("mode `{}` allows effect `{effect}`", mode.name)
+            } else {
+                format!(
+                    "mode `{}` restricts effects to {}",
+                    mode.name,
+                    names(
+                        &t.effects,
+                        (0..t.effects.len()).filter(|&e| mode.restrict & (1u64 << e.min(63)) != 0)
+                    )
+                )
+            },
+            rr(mode.rule_restrict),
+        );
+
+        // 7. intent
+        let forced = b.forced.iter().any(|f| f == tool);
+        match mode.matrix {
+            None => push(
+                &mut trace,
+                Stage::Intent,
+                None,
+                format!("mode `{}` uses no matrix: not gated by intent", mode.name),
+                rr(mode.rule_no_matrix),
+            ),
+            Some(m) => {
+                let cell_ok = b.allow_mask & bit != 0;
+                let matrix = &t.matrix_names[m as usize];
+                let detail = match (cell_ok, forced) {
+                    (true, _) => format!("matrix `{matrix}` offers effect `{effect}` for this intent"),
+                    (false, true) => format!(
+                        "matrix `{matrix}` denies effect `{effect}` for this intent, but the tool is forced"
+                    ),
+                    (false, false) => {
+                        format!("matrix `{matrix}` denies effect `{effect}` for this intent")
+                    }
+                };
+                push(
+                    &mut trace,
+                    Stage::Intent,
+                    Some(cell_ok || forced),
+                    detail,
+                    rr(self.cell_rule(&b, row.effect)),
+                );
+            }
+        }
+
+        // Confirmation.
+        if trace.decision == Decision::Deny {
+            push(
+                &mut trace,
+                Stage::Confirmation,
+                None,
+                String::new(),
+                Vec::new(),
+            );
+        } else {
+            let (detail, rule) = if b.confirm_mask & bit != 0 && b.allow_mask & bit != 0 {
+                (
+                    format!("the matrix cell for effect `{effect}` is `confirm`"),
+                    Some(self.cell_rule(&b, row.effect)),
+                )
+            } else if mode.confirm & bit != 0 {
+                (
+                    format!("mode `{}` confirms effect `{effect}`", mode.name),
+                    Some(mode.rule_confirm),
+                )
+            } else if row.confirm_always {
+                (
+                    "the tool says `confirm always`".to_string(),
+                    Some(row.rule_confirm),
+                )
+            } else {
+                ("no confirmation needed".to_string(), None)
+            };
+            let result = if rule.is_some() {
+                trace.decision = Decision::Confirm;
+                trace.stage = Some(Stage::Confirmation);
+                StepResult::Confirm
+            } else {
+                StepResult::Pass
+            };
+            trace.steps.push(TraceStep {
+                stage: Stage::Confirmation,
+                result,
+                detail,
+                rules: rule.map(rr).unwrap_or_default(),
+            });
+        }
+        Ok(trace)
+    }
+}

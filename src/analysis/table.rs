@@ -1,0 +1,762 @@
+//! The complete decision table of a policy: every declared tool, every pattern and the
+//! undeclared-name row, × every mode × every intent, with the `offer` decision and the request
+//! conditions under which it holds.
+//!
+//! Stages 1 (identity), 6 (mode ceiling), 7 (intent cell) and the confirmation rules do not
+//! depend on the request once the mode and the intent are fixed; stages 2–5 do, and appear as
+//! conditions:
+//!
+//! - `connector S`: the request's resolved allowlist (seed 000) is unrestricted or holds server
+//!   `S` (`connector *`: the name's own server, for a pattern or an undeclared name);
+//! - `tenant`: the request has a tenant;
+//! - `role a|b`: the request holds one of these roles, directly or by inclusion (the list is
+//!   already closed: every role whose closure reaches a role the tool accepts);
+//! - `permission p|q`: the request holds `p` or a permission implying it (one group per required
+//!   permission; all groups must hold).
+//!
+//! When every condition holds the decision is the cell's; when one fails the tool is denied at
+//! that condition's stage. A cell denied at stage `intent` also gives the decision for a
+//! *forced* name (seed 001's `force_tool_names`), under the same conditions.
+//!
+//! Each cell is for one intent. Under `combine union` a query with several intents is offered
+//! an effect when any of its intents' cells offers it (the union of the cells).
+//!
+//! Rows are sorted (tools by name, then patterns by glob, then the undeclared-name row), modes
+//! keep declaration order and intents priority order, so the text, JSON and CSV layouts are
+//! stable across runs and platforms and can be committed and reviewed as a diff. Source
+//! locations are left out on purpose: moving a rule does not change the table.
+
+use serde::Serialize;
+
+use crate::compile::ToolRow;
+use crate::decision::{Decision, RuleId, Stage};
+use crate::eval::RequestError;
+use crate::policy::Policy;
+
+/// What a table row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SubjectKind {
+    /// A declared `tool`.
+    Tool,
+    /// A `match` pattern.
+    Pattern,
+    /// Any name neither declared nor matched by a pattern.
+    Unknown,
+}
+
+impl SubjectKind {
+    /// `tool`, `pattern` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubjectKind::Tool => "tool",
+            SubjectKind::Pattern => "pattern",
+            SubjectKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// The request conditions under which a cell's decision holds (all of them must hold).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Conditions {
+    /// The connector server that must be allowed (`"*"`: the name's own server), when the
+    /// name is gated by the connector stage.
+    pub connector: Option<String>,
+    /// Whether the request must carry a tenant.
+    pub tenant: bool,
+    /// Roles of which the request must hold one (closed under inclusion), when restricted.
+    pub roles: Option<Vec<String>>,
+    /// One group per required permission: the request must hold a member of each group (the
+    /// permission itself first, then the permissions implying it).
+    pub permissions: Vec<Vec<String>>,
+}
+
+impl Conditions {
+    /// Whether no condition applies.
+    pub fn is_empty(&self) -> bool {
+        self.connector.is_none()
+            && !self.tenant
+            && self.roles.is_none()
+            && self.permissions.is_empty()
+    }
+
+    /// `connector S, tenant, role a|b, permission p|q`, or `""`.
+    pub fn to_text(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(c) = &self.connector {
+            parts.push(format!("connector {c}"));
+        }
+        if self.tenant {
+            parts.push("tenant".to_string());
+        }
+        if let Some(r) = &self.roles {
+            parts.push(format!("role {}", r.join("|")));
+        }
+        for p in &self.permissions {
+            parts.push(format!("permission {}", p.join("|")));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The decision of one cell.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Outcome {
+    /// The decision when every condition holds (`deny` when no request can pass).
+    pub decision: Decision,
+    /// For a `deny`, the stage that denies whatever the request; for a `confirm`,
+    /// [`Stage::Confirmation`]; `None` for an `allow`.
+    pub stage: Option<Stage>,
+    /// The conditions (empty for a deny at stage `identity`, `role` or `mode`).
+    pub conditions: Conditions,
+    /// For a deny at stage `intent`: the decision when the name is forced.
+    pub forced: Option<Decision>,
+}
+
+impl Outcome {
+    /// One-line text: `allow`, `confirm if tenant, role a|b`, `deny mode`,
+    /// `deny intent; forced: confirm if tenant`.
+    pub fn to_text(&self) -> String {
+        let cond = self.conditions.to_text();
+        let when = if cond.is_empty() {
+            String::new()
+        } else {
+            format!(" if {cond}")
+        };
+        match (self.decision, self.stage, self.forced) {
+            (Decision::Deny, Some(Stage::Intent), Some(f)) => {
+                format!("deny intent; forced: {f}{when}")
+            }
+            (Decision::Deny, Some(stage), _) => format!("deny {stage}"),
+            (d, _, _) => format!("{d}{when}"),
+        }
+    }
+}
+
+/// One cell: a mode and an intent, and the decision there.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableCell {
+    /// The mode.
+    pub mode: String,
+    /// The intent (`""` for a policy that declares no intents).
+    pub intent: String,
+    /// The decision and its conditions.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Per stage, what the symbolic evaluation found and the rule it read (for the diff).
+    #[serde(skip)]
+    pub(crate) steps: Vec<SymStep>,
+}
+
+/// One row: a tool, a pattern or the undeclared-name row, with a cell per mode and intent.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableRow {
+    /// What the row stands for.
+    pub kind: SubjectKind,
+    /// The tool name, the pattern's glob, or `*` for the undeclared-name row.
+    pub name: String,
+    /// The effect (`None` for undeclared names under `unknown deny`).
+    pub effect: Option<String>,
+    /// Arguments a call must carry (`requires`), checked at execution.
+    pub requires: Vec<String>,
+    /// Cells, by mode (declaration order), then intent (priority order).
+    pub cells: Vec<TableCell>,
+}
+
+/// The complete decision table of a policy (see the module docs).
+#[derive(Clone, Debug, Serialize)]
+pub struct Table {
+    /// The policy's name.
+    pub policy: String,
+    /// Its version, when declared.
+    pub version: Option<u64>,
+    /// The modes covered, in declaration order.
+    pub modes: Vec<String>,
+    /// The intents, highest priority first (`[""]` when the policy declares none).
+    pub intents: Vec<String>,
+    /// The rows, sorted as the module docs say.
+    pub rows: Vec<TableRow>,
+}
+
+/// Output layout of [`Table::render`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableFormat {
+    /// Aligned text, one line per cell.
+    Text,
+    /// Pretty JSON.
+    Json,
+    /// CSV with a header line.
+    Csv,
+}
+
+impl TableFormat {
+    /// Parses `text`, `json` or `csv`.
+    pub fn parse(s: &str) -> Option<TableFormat> {
+        match s {
+            "text" => Some(TableFormat::Text),
+            "json" => Some(TableFormat::Json),
+            "csv" => Some(TableFormat::Csv),
+            _ => None,
+        }
+    }
+}
+
+/// What the symbolic evaluation found at one stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Sym {
+    Pass,
+    Fail,
+    /// Passes under a condition (its text).
+    Cond(String),
+    /// The stage does not apply.
+    NotApplicable,
+    Confirm,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct SymStep {
+    pub stage: Stage,
+    pub sym: Sym,
+    pub rule: Option<RuleId>,
+}
+
+/// How a row's names meet the connector stage.
+#[derive(Clone, Debug)]
+pub(crate) enum ConnShape {
+    None,
+    Server(String),
+    Any,
+}
+
+impl Policy {
+    pub(crate) fn conn_shape_of_name(&self, name: &str) -> ConnShape {
+        let t = self.tables();
+        if t.tiers.is_empty() {
+            return ConnShape::None;
+        }
+        match self.connector_server(name) {
+            Some(s) => ConnShape::Server(s.to_string()),
+            None => ConnShape::None,
+        }
+    }
+
+    pub(crate) fn conn_shape_of_glob(&self, glob: &str) -> ConnShape {
+        let t = self.tables();
+        let Some(prefix) = t.prefix.as_deref() else {
+            return ConnShape::None;
+        };
+        if t.tiers.is_empty() {
+            return ConnShape::None;
+        }
+        if let Some(rest) = glob.strip_prefix(prefix) {
+            if let Some((server, _)) = rest.split_once("__") {
+                if !server.is_empty() && !server.contains('*') {
+                    return ConnShape::Server(server.to_string());
+                }
+            }
+            return ConnShape::Any;
+        }
+        let head = glob.split('*').next().unwrap_or("");
+        if glob.contains('*') && prefix.starts_with(head) {
+            ConnShape::Any
+        } else {
+            ConnShape::None
+        }
+    }
+
+    /// Stages 1–5, which do not depend on the mode or the intent: the conditions, or the
+    /// unconditional deny (`Err`).
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn symbolic_prefix(
+        &self,
+        shape: &ConnShape,
+        row: Option<&ToolRow>,
+    ) -> Result<(Conditions, Vec<SymStep>), (Outcome, Vec<SymStep>)> {
+        let t = self.tables();
+        let mut steps = Vec::with_capacity(8);
+        let deny = |stage, steps| {
+            (
+                Outcome {
+                    decision: Decision::Deny,
+                    stage: Some(stage),
+                    conditions: Conditions::default(),
+                    forced: None,
+                },
+                steps,
+            )
+        };
+        let step = |stage, sym, rule: Option<RuleId>| SymStep { stage, sym, rule };
+        // 1. identity
+        let Some(row) = row else {
+            steps.push(step(Stage::Identity, Sym::Fail, Some(t.rule_unknown)));
+            return Err(deny(Stage::Identity, steps));
+        };
+        if !row.enabled {
+            steps.push(step(Stage::Identity, Sym::Fail, Some(row.rule_disabled)));
+            return Err(deny(Stage::Identity, steps));
+        }
+        steps.push(step(Stage::Identity, Sym::Pass, Some(row.rule_decl)));
+        let mut conditions = Conditions::default();
+        // 2. connector
+        match shape {
+            ConnShape::None => steps.push(step(Stage::Connector, Sym::NotApplicable, None)),
+            ConnShape::Server(s) => {
+                conditions.connector = Some(s.clone());
+                steps.push(step(
+                    Stage::Connector,
+                    Sym::Cond(s.clone()),
+                    Some(t.rule_tiers),
+                ));
+            }
+            ConnShape::Any => {
+                conditions.connector = Some("*".to_string());
+                steps.push(step(
+                    Stage::Connector,
+                    Sym::Cond("*".into()),
+                    Some(t.rule_tiers),
+                ));
+            }
+        }
+        // 3. tenant
+        if row.tenant_required {
+            conditions.tenant = true;
+            steps.push(step(
+                Stage::Tenant,
+                Sym::Cond("tenant".into()),
+                Some(row.rule_tenant),
+            ));
+        } else {
+            steps.push(step(Stage::Tenant, Sym::NotApplicable, None));
+        }
+        // 4. role
+        if let Some(roles) = &row.roles {
+            let mut ok: Vec<String> = (0..t.roles.len())
+                .filter(|&r| t.role_closure[r].intersects(roles))
+                .map(|r| t.roles[r].to_string())
+                .collect();
+            ok.sort();
+            if ok.is_empty() {
+                steps.push(step(Stage::Role, Sym::Fail, Some(row.rule_roles)));
+                return Err(deny(Stage::Role, steps));
+            }
+            steps.push(step(
+                Stage::Role,
+                Sym::Cond(ok.join("|")),
+                Some(row.rule_roles),
+            ));
+            conditions.roles = Some(ok);
+        } else {
+            steps.push(step(Stage::Role, Sym::NotApplicable, None));
+        }
+        // 5. permission
+        if row.perms.is_empty() {
+            steps.push(step(Stage::Permission, Sym::NotApplicable, None));
+        } else {
+            let mut groups: Vec<Vec<String>> = row
+                .perms
+                .iter()
+                .map(|p| {
+                    let mut others: Vec<String> = (0..t.permissions.len())
+                        .filter(|&q| q != p && t.perm_closure[q].iter().any(|x| x == p))
+                        .map(|q| t.permissions[q].to_string())
+                        .collect();
+                    others.sort();
+                    let mut g = vec![t.permissions[p].to_string()];
+                    g.extend(others);
+                    g
+                })
+                .collect();
+            // A group that contains another group is implied by it: drop it, so equivalent
+            // requirements compare equal.
+            let snapshot = groups.clone();
+            groups.retain(|g| {
+                !snapshot
+                    .iter()
+                    .any(|h| h != g && h.iter().all(|x| g.contains(x)))
+            });
+            groups.sort();
+            groups.dedup();
+            let text = groups
+                .iter()
+                .map(|g| g.join("|"))
+                .collect::<Vec<_>>()
+                .join(",");
+            steps.push(step(
+                Stage::Permission,
+                Sym::Cond(text),
+                Some(row.rule_perms),
+            ));
+            conditions.permissions = groups;
+        }
+        Ok((conditions, steps))
+    }
+
+    /// Stages 6, 7 and confirmation for one mode and intent, after [`Policy::symbolic_prefix`].
+    pub(crate) fn symbolic_suffix(
+        &self,
+        row: &ToolRow,
+        conditions: Conditions,
+        mut steps: Vec<SymStep>,
+        mode: usize,
+        intent: Option<usize>,
+    ) -> (Outcome, Vec<SymStep>) {
+        let t = self.tables();
+        let deny = |stage, steps| {
+            (
+                Outcome {
+                    decision: Decision::Deny,
+                    stage: Some(stage),
+                    conditions: Conditions::default(),
+                    forced: None,
+                },
+                steps,
+            )
+        };
+        let step = |stage, sym, rule: Option<RuleId>| SymStep { stage, sym, rule };
+        // 6. mode ceiling
+        let m = &t.modes[mode];
+        let bit = 1u64 << row.effect.min(63);
+        if m.restrict & bit == 0 {
+            steps.push(step(Stage::Mode, Sym::Fail, Some(m.rule_restrict)));
+            return deny(Stage::Mode, steps);
+        }
+        steps.push(step(Stage::Mode, Sym::Pass, Some(m.rule_restrict)));
+        // 7. intent
+        let ne = t.effects.len();
+        let (cell_allow, cell_confirm, cell_rule) = match (m.matrix, intent) {
+            (Some(mx), Some(i)) => {
+                let table = &t.matrices[mx as usize];
+                (
+                    table.allow[i] & bit != 0,
+                    table.confirm[i] & bit != 0,
+                    table.cell_rule.get(i * ne + row.effect as usize).copied(),
+                )
+            }
+            _ => (true, false, None),
+        };
+        if m.matrix.is_none() {
+            steps.push(step(
+                Stage::Intent,
+                Sym::NotApplicable,
+                Some(m.rule_no_matrix),
+            ));
+        } else {
+            steps.push(step(
+                Stage::Intent,
+                if cell_allow { Sym::Pass } else { Sym::Fail },
+                cell_rule,
+            ));
+        }
+        let mode_or_tool_confirm = if m.confirm & bit != 0 {
+            Some(m.rule_confirm)
+        } else if row.confirm_always {
+            Some(row.rule_confirm)
+        } else {
+            None
+        };
+        let confirm_rule = if cell_allow && cell_confirm {
+            cell_rule
+        } else {
+            mode_or_tool_confirm
+        };
+        if !cell_allow {
+            steps.push(step(
+                Stage::Confirmation,
+                if mode_or_tool_confirm.is_some() {
+                    Sym::Confirm
+                } else {
+                    Sym::Pass
+                },
+                mode_or_tool_confirm,
+            ));
+            let forced = if mode_or_tool_confirm.is_some() {
+                Decision::Confirm
+            } else {
+                Decision::Allow
+            };
+            return (
+                Outcome {
+                    decision: Decision::Deny,
+                    stage: Some(Stage::Intent),
+                    conditions,
+                    forced: Some(forced),
+                },
+                steps,
+            );
+        }
+        let confirm = confirm_rule.is_some() || (cell_allow && cell_confirm);
+        steps.push(step(
+            Stage::Confirmation,
+            if confirm { Sym::Confirm } else { Sym::Pass },
+            confirm_rule,
+        ));
+        (
+            Outcome {
+                decision: if confirm {
+                    Decision::Confirm
+                } else {
+                    Decision::Allow
+                },
+                stage: confirm.then_some(Stage::Confirmation),
+                conditions,
+                forced: None,
+            },
+            steps,
+        )
+    }
+
+    /// The intents of the table's columns: the declared ones, or `[None]` without intents.
+    pub(crate) fn table_intents(&self) -> Vec<(String, Option<usize>)> {
+        let t = self.tables();
+        if t.intents.is_empty() {
+            vec![(String::new(), None)]
+        } else {
+            t.intents
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.to_string(), Some(i)))
+                .collect()
+        }
+    }
+
+    /// The cells of one row for every mode index in `modes`.
+    pub(crate) fn row_cells(
+        &self,
+        shape: &ConnShape,
+        row: Option<&ToolRow>,
+        modes: &[usize],
+    ) -> Vec<TableCell> {
+        let t = self.tables();
+        let intents = self.table_intents();
+        let mut cells = Vec::with_capacity(modes.len() * intents.len());
+        let prefix = self.symbolic_prefix(shape, row);
+        for &m in modes {
+            for (name, i) in &intents {
+                let (outcome, steps) = match (&prefix, row) {
+                    (Ok((c, st)), Some(row)) => {
+                        self.symbolic_suffix(row, c.clone(), st.clone(), m, *i)
+                    }
+                    (Err(denied), _) => denied.clone(),
+                    (Ok(_), None) => unreachable_deny(),
+                };
+                cells.push(TableCell {
+                    mode: t.modes[m].name.to_string(),
+                    intent: name.clone(),
+                    outcome,
+                    steps,
+                });
+            }
+        }
+        cells
+    }
+}
+
+/// A prefix only succeeds with a row; kept total so no path can panic.
+fn unreachable_deny() -> (Outcome, Vec<SymStep>) {
+    (
+        Outcome {
+            decision: Decision::Deny,
+            stage: Some(Stage::Identity),
+            conditions: Conditions::default(),
+            forced: None,
+        },
+        Vec::new(),
+    )
+}
+
+impl Table {
+    /// Builds the table of `policy`, for every mode or only `mode`.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownMode`] when `mode` is not declared.
+    pub fn build(policy: &Policy, mode: Option<&str>) -> Result<Table, RequestError> {
+        let t = policy.tables();
+        let modes: Vec<usize> = match mode {
+            None => (0..t.modes.len()).collect(),
+            Some(name) => vec![t
+                .modes
+                .iter()
+                .position(|m| &*m.name == name)
+                .ok_or_else(|| RequestError::UnknownMode {
+                    mode: name.to_string(),
+                    known: t
+                        .modes
+                        .iter()
+                        .map(|m| format!("`{}`", m.name))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?],
+        };
+        let requires = |row: &ToolRow| row.requires.iter().map(|s| s.to_string()).collect();
+        let mut rows = Vec::new();
+        let mut tools: Vec<&(Box<str>, ToolRow)> = t.tools.iter().collect();
+        tools.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, row) in tools {
+            rows.push(TableRow {
+                kind: SubjectKind::Tool,
+                name: name.to_string(),
+                effect: Some(t.effects[row.effect as usize].to_string()),
+                requires: requires(row),
+                cells: policy.row_cells(&policy.conn_shape_of_name(name), Some(row), &modes),
+            });
+        }
+        let mut patterns: Vec<_> = t.patterns.iter().collect();
+        patterns.sort_by(|a, b| a.glob.cmp(&b.glob));
+        for p in patterns {
+            rows.push(TableRow {
+                kind: SubjectKind::Pattern,
+                name: p.glob.to_string(),
+                effect: Some(t.effects[p.row.effect as usize].to_string()),
+                requires: requires(&p.row),
+                cells: policy.row_cells(&policy.conn_shape_of_glob(&p.glob), Some(&p.row), &modes),
+            });
+        }
+        let unknown_shape = policy.conn_shape_of_glob("*");
+        rows.push(TableRow {
+            kind: SubjectKind::Unknown,
+            name: "*".to_string(),
+            effect: t
+                .defaults
+                .as_ref()
+                .map(|d| t.effects[d.effect as usize].to_string()),
+            requires: t.defaults.as_ref().map(requires).unwrap_or_default(),
+            cells: policy.row_cells(&unknown_shape, t.defaults.as_ref(), &modes),
+        });
+        Ok(Table {
+            policy: policy.name().to_string(),
+            version: policy.version(),
+            modes: modes.iter().map(|&m| t.modes[m].name.to_string()).collect(),
+            intents: policy.table_intents().into_iter().map(|(n, _)| n).collect(),
+            rows,
+        })
+    }
+
+    /// The number of cells.
+    pub fn cell_count(&self) -> usize {
+        self.rows.iter().map(|r| r.cells.len()).sum()
+    }
+
+    /// Renders the table in `format`; text and CSV end with a newline.
+    pub fn render(&self, format: TableFormat) -> String {
+        match format {
+            TableFormat::Text => self.to_text(),
+            TableFormat::Json => {
+                let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
+                s.push('\n');
+                s
+            }
+            TableFormat::Csv => self.to_csv(),
+        }
+    }
+
+    fn to_text(&self) -> String {
+        let mw = self
+            .modes
+            .iter()
+            .map(|m| m.chars().count())
+            .max()
+            .unwrap_or(0);
+        let iw = self
+            .intents
+            .iter()
+            .map(|i| i.chars().count().max(1))
+            .max()
+            .unwrap_or(1);
+        let mut out = String::new();
+        out.push_str(&format!(
+            "# decision table of policy \"{}\"{}\n",
+            self.policy,
+            self.version
+                .map(|v| format!(" version {v}"))
+                .unwrap_or_default()
+        ));
+        out.push_str(&format!("# modes: {}\n", self.modes.join(", ")));
+        if self.intents.iter().any(|i| !i.is_empty()) {
+            out.push_str(&format!("# intents: {}\n", self.intents.join(" > ")));
+        } else {
+            out.push_str("# intents: none declared (`*`: any query)\n");
+        }
+        out.push_str(
+            "# a decision holds when every condition holds; a failed condition denies at its stage.\n\
+             # connector S: allowlist unset or holds S (*: the name's server) · tenant: a tenant is set\n\
+             # role a|b: one of these roles (closed under inclusion) · permission p|q: p or a permission implying it\n",
+        );
+        for row in &self.rows {
+            out.push('\n');
+            out.push_str(&format!("{} {}", row.kind.as_str(), row.name));
+            match &row.effect {
+                Some(e) => out.push_str(&format!("  effect {e}")),
+                None => out.push_str("  (no effect)"),
+            }
+            if !row.requires.is_empty() {
+                out.push_str(&format!("  requires {}", row.requires.join(", ")));
+            }
+            out.push('\n');
+            for c in &row.cells {
+                let intent = if c.intent.is_empty() { "*" } else { &c.intent };
+                let line = format!(
+                    "  {:<mw$}  {:<iw$}  {}",
+                    c.mode,
+                    intent,
+                    c.outcome.to_text()
+                );
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions\n",
+        );
+        for row in &self.rows {
+            for c in &row.cells {
+                let o = &c.outcome;
+                let fields = [
+                    row.kind.as_str().to_string(),
+                    row.name.clone(),
+                    row.effect.clone().unwrap_or_default(),
+                    c.mode.clone(),
+                    c.intent.clone(),
+                    o.decision.as_str().to_string(),
+                    o.stage.map(|s| s.as_str().to_string()).unwrap_or_default(),
+                    o.forced.map(|d| d.as_str().to_string()).unwrap_or_default(),
+                    o.conditions.connector.clone().unwrap_or_default(),
+                    if o.conditions.tenant { "yes" } else { "" }.to_string(),
+                    o.conditions
+                        .roles
+                        .as_ref()
+                        .map(|r| r.join("|"))
+                        .unwrap_or_default(),
+                    o.conditions
+                        .permissions
+                        .iter()
+                        .map(|g| g.join("|"))
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                ];
+                out.push_str(
+                    &fields
+                        .iter()
+                        .map(|f| csv_field(f))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                );
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Quotes a CSV field when it holds a comma, a quote or a line break (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}

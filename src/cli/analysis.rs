@@ -1,0 +1,205 @@
+//! The analysis commands: `test`, `table`, `diff`, `explain` (issue 5). Thin over
+//! `toolwarden::analysis`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+use toolwarden::analysis::testrun::{find_test_files, run_file, FileReport};
+use toolwarden::analysis::{PolicyDiff, Table, TableFormat};
+
+use super::commands::{load_policy, request_of};
+use super::RequestArgs;
+
+type CmdResult = Result<i32, String>;
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// `toolwarden test [PATH...]`: exit 1 when a case failed or a file is malformed.
+pub(crate) fn test(
+    paths: &[PathBuf],
+    filter: Option<&str>,
+    json: bool,
+    coverage: bool,
+) -> CmdResult {
+    let paths = if paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        paths.to_vec()
+    };
+    let files = find_test_files(&paths)?;
+    if files.is_empty() {
+        return Err(format!(
+            "no `*.test.yaml` file under {}",
+            paths
+                .iter()
+                .map(|p| format!("`{}`", p.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let reports: Vec<FileReport> = files.iter().map(|f| run_file(f, filter)).collect();
+    let passed: usize = reports.iter().map(FileReport::passed).sum();
+    let failed: usize = reports.iter().map(FileReport::failed).sum();
+    if json {
+        let mut v = json!({ "files": reports, "passed": passed, "failed": failed });
+        if !coverage {
+            if let Some(files) = v["files"].as_array_mut() {
+                for f in files {
+                    if let Some(o) = f.as_object_mut() {
+                        o.remove("uncovered");
+                    }
+                }
+            }
+        }
+        println!("{}", pretty(&v));
+    } else {
+        for r in &reports {
+            if let Some(e) = &r.error {
+                println!("ERROR {e}");
+            }
+            for c in r.cases.iter().filter(|c| !c.passed) {
+                let trace = c
+                    .trace
+                    .as_ref()
+                    .map(|t| format!(" | trace: {t}"))
+                    .unwrap_or_default();
+                println!(
+                    "FAIL {} {}: {}{trace}",
+                    c.location,
+                    c.name,
+                    c.failures.join("; ")
+                );
+            }
+            if coverage {
+                if let Some(u) = &r.uncovered {
+                    println!(
+                        "coverage of {} ({}):",
+                        r.file,
+                        r.policy.as_deref().unwrap_or("?")
+                    );
+                    let show = |what: &str, v: &[String]| {
+                        if v.is_empty() {
+                            println!("  {what}: all exercised");
+                        } else {
+                            println!("  {what} not exercised ({}): {}", v.len(), v.join(", "));
+                        }
+                    };
+                    show("tools", &u.tools);
+                    show("patterns", &u.patterns);
+                    show("matrix cells", &u.cells);
+                    show("keywords", &u.keywords);
+                    show("modes", &u.modes);
+                }
+            }
+        }
+        println!("{passed} passed, {failed} failed");
+    }
+    Ok(i32::from(failed > 0))
+}
+
+/// `toolwarden table -p FILE [--mode M] [--format F]`.
+pub(crate) fn table(policy: &Path, mode: Option<&str>, format: &str) -> CmdResult {
+    let format = TableFormat::parse(format)
+        .ok_or_else(|| format!("unknown format `{format}`; use text, json or csv"))?;
+    let policy = load_policy(policy)?;
+    let table = Table::build(&policy, mode).map_err(|e| e.to_string())?;
+    print!("{}", table.render(format));
+    Ok(0)
+}
+
+/// Reads queries: one a line, or JSON Lines with a `"text"` field.
+fn read_queries(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read queries file `{}`: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('{') {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: not a JSON object: {e}", path.display(), i + 1))?;
+            let t = v["text"].as_str().ok_or_else(|| {
+                format!(
+                    "{}:{}: the JSON line has no string \"text\"",
+                    path.display(),
+                    i + 1
+                )
+            })?;
+            out.push(t.to_string());
+        } else {
+            out.push(line.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// `toolwarden diff OLD NEW [--queries FILE] [--fail-on-change] [--json]`.
+pub(crate) fn diff(
+    old: &Path,
+    new: &Path,
+    queries: Option<&Path>,
+    fail_on_change: bool,
+    json: bool,
+) -> CmdResult {
+    let (a, b) = (load_policy(old)?, load_policy(new)?);
+    let mut d = PolicyDiff::compute(&a, &b);
+    if let Some(q) = queries {
+        let qs = read_queries(q)?;
+        d = d.with_queries(&a, &b, qs.iter().map(String::as_str));
+    }
+    if json {
+        let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
+        v["changed"] = json!(!d.is_empty());
+        println!("{}", pretty(&v));
+    } else {
+        print!("{}", d.render());
+    }
+    Ok(i32::from(fail_on_change && !d.is_empty()))
+}
+
+/// `toolwarden explain -p FILE [request flags] --tool NAME [--args JSON]`.
+pub(crate) fn explain(req: &RequestArgs, tool: &str, args: Option<&str>, json: bool) -> CmdResult {
+    let policy = load_policy(&req.policy)?;
+    let (request, intent) = request_of(&policy, req)?;
+    let trace = policy
+        .explain(&request, &intent, tool)
+        .map_err(|e| e.to_string())?;
+    let verdict = match args {
+        None => None,
+        Some(a) => {
+            let args: serde_json::Value =
+                serde_json::from_str(a).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
+            let mut turn = toolwarden::Turn::new();
+            Some(
+                policy
+                    .check_call(&request, &intent, &mut turn, tool, &args)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+    };
+    if json {
+        let mut v = serde_json::to_value(&trace).map_err(|e| e.to_string())?;
+        if let Some(verdict) = &verdict {
+            v["call"] = verdict.to_json();
+        }
+        println!("{}", pretty(&v));
+    } else {
+        print!("{}", trace.render());
+        if let Some(v) = verdict {
+            println!(
+                "call: {}{} ({}){}",
+                v.decision,
+                v.stage
+                    .map(|s| format!(" at stage {s}"))
+                    .unwrap_or_default(),
+                v.reason,
+                v.source.map(|s| format!(", rule {s}")).unwrap_or_default()
+            );
+        }
+    }
+    Ok(0)
+}
