@@ -11,9 +11,10 @@
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use serde::Serialize;
-use unicode_normalization::char::decompose_compatible;
+use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
+use unicode_segmentation::UnicodeSegmentation;
 
 use crate::check::{Model, NegationRule};
 use crate::limits;
@@ -93,61 +94,134 @@ pub struct Normalized {
     /// The normalized text.
     pub text: String,
     /// For each byte of `text`, the byte offset in the original of the character it came from;
-    /// one extra entry holds the original length.
-    pub origin: Vec<u32>,
+    /// one extra entry holds the original length. Empty when the map is the identity (ASCII text
+    /// that needed no white-space change).
+    origin: Vec<u32>,
+}
+
+impl Normalized {
+    /// The byte offset in the original text of the character that produced byte `byte` of
+    /// [`Normalized::text`]; `text.len()` maps to the original length. Offsets past the end are
+    /// clamped to it.
+    pub fn origin(&self, byte: usize) -> usize {
+        if self.origin.is_empty() {
+            return byte.min(self.text.len());
+        }
+        let last = self.origin.len() - 1;
+        self.origin[byte.min(last)] as usize
+    }
+
+    /// The end, in the original text, of the match ending at normalized byte `end`: the offset
+    /// of the next original character that produced output (so characters the normalization
+    /// removed right after the match, such as combining accents, are included).
+    pub fn origin_end(&self, end: usize) -> usize {
+        if self.origin.is_empty() {
+            return end.min(self.text.len());
+        }
+        if end == 0 {
+            return 0;
+        }
+        let last = self.origin.len() - 1;
+        let start = self.origin[(end - 1).min(last)];
+        self.origin[end.min(last)..]
+            .iter()
+            .copied()
+            .find(|&o| o > start)
+            .unwrap_or(self.origin[last]) as usize
+    }
 }
 
 /// Normalizes text for keyword matching; keywords and queries go through the same steps:
 ///
-/// 1. Unicode compatibility decomposition (NFKD: the decomposition half of NFKC, so fullwidth
-///    `ｄｅｌｅｔｅ` reads `delete` and composed and decomposed accents agree);
-/// 2. lower-case (full Unicode case mapping);
-/// 3. zero-width characters removed: U+200B, U+2060, U+FEFF and the soft hyphen U+00AD;
-/// 4. ZWNJ (U+200C) and every run of white space become one space (keywords written with a ZWNJ
-///    are compiled twice, joined and spaced, so a ZWNJ matches "a space or nothing");
-/// 5. Arabic-script unification: Arabic yeh `ي` and alef maksura `ى` -> Persian `ی`, Arabic kaf
-///    `ك` -> Persian `ک`; tatweel U+0640 and harakat (U+064B–U+0652, U+0670) removed;
-/// 6. Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits -> ASCII digits;
-/// 7. when `fold_accents` (the default, `accents fold`), Latin combining accents (U+0300–U+036F)
-///    are removed, so `devolução` reads `devolucao`.
+/// 1. Unicode compatibility normalization: each character is given its full compatibility
+///    decomposition (NFKD) and runs of combining marks are put in canonical order. NFKD and NFKC
+///    define the same equivalence (two strings have equal NFKC forms exactly when they have equal
+///    NFKD forms), so matching on NFKD text is matching under NFKC, without the recomposition
+///    pass: fullwidth `ｄｅｌｅｔｅ` reads `delete`, ligatures `ﬁ` read `fi`, and precomposed
+///    `é` and `e` + U+0301 agree.
+/// 2. Case folding: full Unicode lower-case mapping, plus the folds lower-casing misses: `ß` and
+///    `ẞ` -> `ss`, final sigma `ς` -> `σ`.
+/// 3. Zero-width characters removed: U+200B (zero-width space), U+2060 (word joiner), U+FEFF
+///    (BOM / zero-width no-break space), U+00AD (soft hyphen) and U+200D (zero-width joiner).
+/// 4. White space: every run of white space (Unicode `White_Space`) becomes one space, and
+///    leading and trailing space is dropped. ZWNJ (U+200C) counts as white space here; because it
+///    is a joiner that must match "a space or nothing", the classifier also reads a query that
+///    contains ZWNJ a second time with the ZWNJ removed, and keywords written with ZWNJ are
+///    compiled in both spellings, joined and spaced.
+/// 5. Arabic-script unification: Arabic yeh `ي` and alef maksura `ى` -> Persian yeh `ی`, Arabic
+///    kaf `ك` -> Persian kaf `ک`; tatweel U+0640 and harakat (U+064B–U+0652, superscript alef
+///    U+0670) removed.
+/// 6. Digits: Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits -> ASCII `0`–`9`.
+/// 7. Accent folding, when `fold_accents` is true (the default; `accents keep` in a policy turns
+///    it off): the combining diacritics U+0300–U+036F that step 1 split off Latin letters are
+///    removed, so `devolução` reads `devolucao` and `bórralo` reads `borralo`.
 pub fn normalize(text: &str, fold_accents: bool) -> Normalized {
+    normalize_with(text, fold_accents, true)
+}
+
+/// [`normalize`], with ZWNJ read as a space (`zwnj_as_space`) or removed.
+fn normalize_with(text: &str, fold_accents: bool, zwnj_as_space: bool) -> Normalized {
+    if text.is_ascii() {
+        return normalize_ascii(text);
+    }
     let mut out = Normalized {
         text: String::with_capacity(text.len() + 8),
         origin: Vec::with_capacity(text.len() + 9),
     };
+    // Pending combining marks (canonical combining class, mark, original offset), emitted in
+    // canonical order before the next starter.
+    let mut marks: Vec<(u8, char, u32)> = Vec::new();
     let mut last_space = true; // trims leading space
     for (offset, c) in text.char_indices() {
         let offset = u32::try_from(offset).unwrap_or(u32::MAX);
-        let push = |out: &mut Normalized, ch: char| {
-            let mut buf = [0u8; 4];
-            let s = ch.encode_utf8(&mut buf);
-            out.text.push_str(s);
-            for _ in 0..s.len() {
-                out.origin.push(offset);
-            }
-        };
-        if c.is_whitespace() || c == '\u{200C}' {
+        if c.is_ascii() && !c.is_ascii_whitespace() && c != '\u{0B}' {
+            flush_marks(&mut out, &mut marks);
+            push_char(&mut out, c.to_ascii_lowercase(), offset);
+            last_space = false;
+            continue;
+        }
+        let is_space = c.is_whitespace() || (c == '\u{200C}' && zwnj_as_space);
+        if is_space {
+            flush_marks(&mut out, &mut marks);
             if !last_space {
-                push(&mut out, ' ');
+                push_char(&mut out, ' ', offset);
                 last_space = true;
             }
             continue;
         }
-        if c.is_ascii() {
-            push(&mut out, c.to_ascii_lowercase());
-            last_space = false;
+        if c == '\u{200C}' {
             continue;
         }
-        let emit = |d: char, out: &mut Normalized, last_space: &mut bool| {
+        if is_plain_arabic_letter(c) {
+            // No decomposition, no case, combining class 0: only step 5/6 apply.
+            flush_marks(&mut out, &mut marks);
+            if let Some(m) = map_char(c, fold_accents) {
+                push_char(&mut out, m, offset);
+                last_space = false;
+            }
+            continue;
+        }
+        decompose_compatible(c, |d| {
             for l in d.to_lowercase() {
-                if let Some(mapped) = map_char(l, fold_accents) {
-                    push(out, mapped);
-                    *last_space = false;
+                let folded: [Option<char>; 2] = match l {
+                    'ß' => [Some('s'), Some('s')],
+                    'ς' => [Some('σ'), None],
+                    _ => [map_char(l, fold_accents), None],
+                };
+                for m in folded.into_iter().flatten() {
+                    let ccc = canonical_combining_class(m);
+                    if ccc == 0 {
+                        flush_marks(&mut out, &mut marks);
+                        push_char(&mut out, m, offset);
+                    } else {
+                        marks.push((ccc, m, offset));
+                    }
+                    last_space = false;
                 }
             }
-        };
-        decompose_compatible(c, |d| emit(d, &mut out, &mut last_space));
+        });
     }
+    flush_marks(&mut out, &mut marks);
     if out.text.ends_with(' ') {
         out.text.pop();
         out.origin.pop();
@@ -155,6 +229,80 @@ pub fn normalize(text: &str, fold_accents: bool) -> Normalized {
     out.origin
         .push(u32::try_from(text.len()).unwrap_or(u32::MAX));
     out
+}
+
+/// [`normalize`] of ASCII text: lower-case, white space runs to one space, trimmed.
+fn normalize_ascii(text: &str) -> Normalized {
+    let b = text.as_bytes();
+    let plain = b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !b.windows(2).any(|w| w == b"  ")
+        && !b
+            .iter()
+            .any(|c| matches!(c, b'\t' | b'\n' | 0x0B | 0x0C | b'\r'));
+    if plain {
+        return Normalized {
+            text: text.to_ascii_lowercase(),
+            origin: Vec::new(),
+        };
+    }
+    let mut bytes: Vec<u8> = Vec::with_capacity(text.len());
+    let mut origin: Vec<u32> = Vec::with_capacity(text.len() + 1);
+    let mut last_space = true;
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        // ASCII White_Space: tab, line feed, vertical tab, form feed, carriage return, space.
+        if matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ') {
+            if !last_space {
+                bytes.push(b' ');
+                origin.push(i);
+                last_space = true;
+            }
+        } else {
+            bytes.push(b.to_ascii_lowercase());
+            origin.push(i);
+            last_space = false;
+        }
+    }
+    if bytes.last() == Some(&b' ') {
+        bytes.pop();
+        origin.pop();
+    }
+    origin.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+    // Every byte is ASCII, so this never fails; the fallback keeps the function total.
+    let text = String::from_utf8(bytes).unwrap_or_default();
+    Normalized { text, origin }
+}
+
+/// Arabic-script characters common in Persian and Arabic text that have no decomposition, no
+/// case and combining class 0 (so [`normalize`] only applies [`map_char`] to them). Harakat are
+/// included: [`map_char`] removes them.
+fn is_plain_arabic_letter(c: char) -> bool {
+    matches!(c,
+        '\u{0621}' | '\u{0627}'..='\u{063A}' | '\u{0640}'..='\u{0652}' | '\u{0660}'..='\u{0669}'
+        | '\u{067E}' | '\u{0686}' | '\u{0698}' | '\u{06A9}' | '\u{06AF}' | '\u{06CC}'
+        | '\u{06F0}'..='\u{06F9}' | '\u{060C}' | '\u{061B}' | '\u{061F}')
+}
+
+fn push_char(out: &mut Normalized, ch: char, offset: u32) {
+    let mut buf = [0u8; 4];
+    let s = ch.encode_utf8(&mut buf);
+    out.text.push_str(s);
+    for _ in 0..s.len() {
+        out.origin.push(offset);
+    }
+}
+
+/// Emits pending combining marks in canonical order (stable by combining class).
+fn flush_marks(out: &mut Normalized, marks: &mut Vec<(u8, char, u32)>) {
+    if marks.is_empty() {
+        return;
+    }
+    marks.sort_by_key(|m| m.0);
+    for &(_, m, offset) in marks.iter() {
+        push_char(out, m, offset);
+    }
+    marks.clear();
 }
 
 /// Steps 3, 5, 6 and 7 of [`normalize`] for one (decomposed, lower-cased) character; `None`
@@ -172,25 +320,13 @@ fn map_char(c: char, fold_accents: bool) -> Option<char> {
     }
 }
 
-/// Whether a character is part of a word: letters, digits, combining marks, and the
-/// apostrophes that join contractions ("don't").
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric()
-        || c == '_'
-        || c == '\''
-        || c == '\u{2019}'
-        || ('\u{0300}'..='\u{036F}').contains(&c)
-        || ('\u{0610}'..='\u{061A}').contains(&c)
-        || ('\u{064B}'..='\u{065F}').contains(&c)
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PatternKind {
     Word,
     Stem,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Target {
     /// Keyword rule index.
     Keyword(usize),
@@ -218,10 +354,23 @@ pub(crate) struct Classifier {
     patterns: Vec<PatternInfo>,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
+    /// Most words in one normalized negator (bounds the negator search window).
+    max_negator_words: u32,
     intents: Vec<String>,
     fallback: Option<u8>,
     combine: Combine,
     fold_accents: bool,
+}
+
+/// A keyword or negator occurrence on word boundaries in normalized text.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    start: usize,
+    end: usize,
+    /// Index of the first and last word the occurrence covers.
+    first_word: u32,
+    last_word: u32,
+    target: Target,
 }
 
 impl Classifier {
@@ -229,6 +378,7 @@ impl Classifier {
     pub(crate) fn build(model: &Model) -> Classifier {
         let mut needles: Vec<String> = Vec::new();
         let mut patterns = Vec::new();
+        let mut max_negator_words = 1u32;
         let mut add = |text: &str, target: Target, needles: &mut Vec<String>| {
             let (body, kind) = match text.strip_suffix('*') {
                 Some(stem) => (stem, PatternKind::Stem),
@@ -239,11 +389,12 @@ impl Classifier {
                 if n.is_empty() {
                     continue;
                 }
+                if let Target::Negator(_) = target {
+                    let words = u32::try_from(n.unicode_words().count()).unwrap_or(u32::MAX);
+                    max_negator_words = max_negator_words.max(words);
+                }
                 needles.push(n);
-                patterns.push(PatternInfo {
-                    target: target.clone(),
-                    kind,
-                });
+                patterns.push(PatternInfo { target, kind });
             }
         };
         let keywords: Vec<KeywordEntry> = model
@@ -266,6 +417,7 @@ impl Classifier {
         } else {
             AhoCorasickBuilder::new()
                 .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(&needles)
                 .ok()
         };
@@ -274,6 +426,7 @@ impl Classifier {
             patterns,
             keywords,
             negations: model.negations.clone(),
+            max_negator_words,
             intents: model.intents.iter().map(|s| s.name.clone()).collect(),
             fallback: model
                 .fallback
@@ -295,133 +448,27 @@ impl Classifier {
             cut -= 1;
         }
         let truncated = cut < query.len();
-        let norm = normalize(&query[..cut], self.fold_accents);
-        let text = norm.text.as_str();
-        let bytes = text.as_bytes();
-
-        // Word index at each byte (number of word starts at or before it).
-        let mut word_no = vec![0u32; bytes.len() + 1];
-        let mut is_start = vec![false; bytes.len() + 1];
-        let mut is_end = vec![false; bytes.len() + 1];
-        let mut prev_word = false;
-        let mut count = 0u32;
-        for (i, c) in text.char_indices() {
-            let w = is_word_char(c);
-            if w && !prev_word {
-                is_start[i] = true;
-                count += 1;
-            }
-            if !w && prev_word {
-                is_end[i] = true;
-            }
-            word_no[i..i + c.len_utf8()].fill(count);
-            prev_word = w;
+        let query = &query[..cut];
+        let mut found = Scan::default();
+        self.scan(query, true, &mut found);
+        if query.contains('\u{200C}') {
+            // ZWNJ also matches "nothing": read the query again with ZWNJ removed.
+            self.scan(query, false, &mut found);
+            found.hits.sort_by_key(|h| (h.1.span, h.0));
+            found.dropped.sort_by_key(|h| (h.1.span, h.0));
         }
-        if prev_word {
-            is_end[bytes.len()] = true;
-        }
-        word_no[bytes.len()] = count;
-
-        struct Found {
-            start: usize,
-            end: usize,
-            target: Target,
-        }
-        let mut found: Vec<Found> = Vec::new();
-        if let Some(ac) = &self.automaton {
-            for m in ac.find_overlapping_iter(text) {
-                let info = &self.patterns[m.pattern().as_usize()];
-                let (s, e) = (m.start(), m.end());
-                if !is_start[s] {
-                    continue;
-                }
-                if info.kind == PatternKind::Word && !is_end[e] {
-                    continue;
-                }
-                found.push(Found {
-                    start: s,
-                    end: e,
-                    target: info.target.clone(),
-                });
-            }
-        }
-        found.sort_by_key(|f| (f.start, f.end));
-
-        let orig = |b: usize| norm.origin.get(b).copied().unwrap_or(0) as usize;
-        let orig_end = |b: usize| {
-            // End of the original character that produced byte b-1.
-            if b == 0 {
-                return 0;
-            }
-            let start = orig(b - 1);
-            let next = norm.origin[b..]
-                .iter()
-                .copied()
-                .find(|&o| o as usize > start)
-                .map_or(cut, |o| o as usize);
-            next
-        };
-
-        let mut hits: Vec<Hit> = Vec::new();
-        let mut dropped: Vec<Hit> = Vec::new();
-        let mut seen: Vec<(usize, usize, usize)> = Vec::new();
-        for f in &found {
-            let Target::Keyword(k) = f.target else {
-                continue;
-            };
-            if seen.contains(&(f.start, f.end, k)) {
-                continue;
-            }
-            seen.push((f.start, f.end, k));
-            let entry = &self.keywords[k];
-            let first_word = word_no[f.start];
-            let last_word = word_no[f.end.saturating_sub(1).max(f.start)];
-            let negator = found.iter().find_map(|g| {
-                let Target::Negator(n) = g.target else {
-                    return None;
-                };
-                let rule = &self.negations[n];
-                let ok = match rule.direction {
-                    Direction::Before => {
-                        let neg_last = word_no[g.end.saturating_sub(1).max(g.start)];
-                        g.end <= f.start && first_word - neg_last <= rule.window
-                    }
-                    Direction::After => {
-                        let neg_first = word_no[g.start];
-                        g.start >= f.end && neg_first - last_word <= rule.window
-                    }
-                };
-                ok.then(|| rule.text.clone())
-            });
-            let hit = Hit {
-                keyword: entry.text.clone(),
-                intent: self
-                    .intents
-                    .get(entry.intent as usize)
-                    .cloned()
-                    .unwrap_or_default(),
-                lang: entry.lang.clone(),
-                span: (orig(f.start), orig_end(f.end)),
-                negated_by: negator.clone(),
-            };
-            if negator.is_some() {
-                dropped.push(hit);
-            } else {
-                hits.push(hit);
-            }
-        }
-
         let mut mask = 0u64;
-        for h in &hits {
-            if let Some(i) = self.intents.iter().position(|n| *n == h.intent) {
-                mask |= 1u64 << (i as u32).min(63);
-            }
+        for (k, _) in &found.hits {
+            let i = self.keywords[*k].intent;
+            mask |= 1u64 << u32::from(i).min(63);
         }
-        let fallback_name = self
-            .fallback
-            .and_then(|i| self.intents.get(i as usize).cloned())
-            .unwrap_or_default();
+        let hits: Vec<Hit> = found.hits.into_iter().map(|h| h.1).collect();
+        let dropped: Vec<Hit> = found.dropped.into_iter().map(|h| h.1).collect();
         if mask == 0 {
+            let fallback_name = self
+                .fallback
+                .and_then(|i| self.intents.get(i as usize).cloned())
+                .unwrap_or_default();
             return Intent {
                 intents: vec![fallback_name.clone()],
                 name: fallback_name,
@@ -431,14 +478,13 @@ impl Classifier {
                 truncated,
             };
         }
-        let ordered: Vec<String> = (0..self.intents.len())
+        let mut ordered = (0..self.intents.len())
             .filter(|i| mask & (1u64 << (*i as u32).min(63)) != 0)
-            .map(|i| self.intents[i].clone())
-            .collect();
-        let name = ordered.first().cloned().unwrap_or_default();
+            .map(|i| self.intents[i].clone());
+        let name = ordered.next().unwrap_or_default();
         let intents = match self.combine {
             Combine::Priority => vec![name.clone()],
-            Combine::Union => ordered,
+            Combine::Union => std::iter::once(name.clone()).chain(ordered).collect(),
         };
         Intent {
             name,
@@ -448,6 +494,131 @@ impl Classifier {
             fallback: false,
             truncated,
         }
+    }
+
+    /// Finds keyword hits in one reading of `query` (ZWNJ as a space, or removed) and adds those
+    /// not found yet (same keyword, same original span) to `acc`.
+    fn scan(&self, query: &str, zwnj_as_space: bool, acc: &mut Scan) {
+        let Some(ac) = &self.automaton else {
+            return;
+        };
+        let norm = normalize_with(query, self.fold_accents, zwnj_as_space);
+        let text = norm.text.as_str();
+        // Unicode (UAX #29) words: (start, end) byte ranges in `text`, in order.
+        let words: Vec<(usize, usize)> = text
+            .unicode_word_indices()
+            .map(|(i, w)| (i, i + w.len()))
+            .collect();
+        let mut keywords: Vec<Found> = Vec::new();
+        let mut negators: Vec<Found> = Vec::new();
+        for m in ac.find_overlapping_iter(text) {
+            let info = &self.patterns[m.pattern().as_usize()];
+            let (s, e) = (m.start(), m.end());
+            let Ok(first) = words.binary_search_by_key(&s, |w| w.0) else {
+                continue;
+            };
+            let last = match info.kind {
+                PatternKind::Word => match words[first..].binary_search_by_key(&e, |w| w.1) {
+                    Ok(j) => first + j,
+                    Err(_) => continue,
+                },
+                PatternKind::Stem => words.partition_point(|w| w.0 < e).saturating_sub(1),
+            };
+            let f = Found {
+                start: s,
+                end: e,
+                first_word: u32::try_from(first).unwrap_or(u32::MAX),
+                last_word: u32::try_from(last).unwrap_or(u32::MAX),
+                target: info.target,
+            };
+            match info.target {
+                Target::Keyword(_) => keywords.push(f),
+                Target::Negator(_) => negators.push(f),
+            }
+        }
+        keywords.sort_by_key(|f| (f.start, f.end, target_index(f.target)));
+        keywords.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
+        negators.sort_by_key(|f| (f.start, f.end));
+        // Hits of an earlier reading (same keyword, same original span) are not added again.
+        let seen: std::collections::HashSet<((usize, usize), usize)> = acc
+            .hits
+            .iter()
+            .chain(&acc.dropped)
+            .map(|(k, h)| (h.span, *k))
+            .collect();
+
+        for f in &keywords {
+            let Target::Keyword(k) = f.target else {
+                continue;
+            };
+            let span = (norm.origin(f.start), norm.origin_end(f.end));
+            if !seen.is_empty() && seen.contains(&(span, k)) {
+                continue;
+            }
+            let negator = self.negator_of(f, &negators);
+            let entry = &self.keywords[k];
+            let hit = Hit {
+                keyword: entry.text.clone(),
+                intent: self
+                    .intents
+                    .get(entry.intent as usize)
+                    .cloned()
+                    .unwrap_or_default(),
+                lang: entry.lang.clone(),
+                span,
+                negated_by: negator.map(|n| self.negations[n].text.clone()),
+            };
+            if negator.is_some() {
+                acc.dropped.push((k, hit));
+            } else {
+                acc.hits.push((k, hit));
+            }
+        }
+    }
+
+    /// The first negation rule (in query order of the negators) that cancels keyword hit `f`.
+    fn negator_of(&self, f: &Found, negators: &[Found]) -> Option<usize> {
+        if negators.is_empty() {
+            return None;
+        }
+        let max_window = self.negations.iter().map(|r| r.window).max().unwrap_or(0);
+        let lo_word = f
+            .first_word
+            .saturating_sub(max_window.saturating_add(self.max_negator_words));
+        let hi_word = f.last_word.saturating_add(max_window);
+        let from = negators.partition_point(|g| g.first_word < lo_word);
+        negators[from..]
+            .iter()
+            .take_while(|g| g.first_word <= hi_word)
+            .find_map(|g| {
+                let Target::Negator(n) = g.target else {
+                    return None;
+                };
+                let rule = &self.negations[n];
+                let ok = match rule.direction {
+                    Direction::Before => {
+                        g.end <= f.start && f.first_word.saturating_sub(g.last_word) <= rule.window
+                    }
+                    Direction::After => {
+                        g.start >= f.end && g.first_word.saturating_sub(f.last_word) <= rule.window
+                    }
+                };
+                ok.then_some(n)
+            })
+    }
+}
+
+/// Keyword hits collected over the readings of one query.
+#[derive(Default)]
+struct Scan {
+    /// `(keyword index, hit)`.
+    hits: Vec<(usize, Hit)>,
+    dropped: Vec<(usize, Hit)>,
+}
+
+fn target_index(t: Target) -> usize {
+    match t {
+        Target::Keyword(i) | Target::Negator(i) => i,
     }
 }
 
@@ -489,7 +660,8 @@ mod tests {
         let n = normalize("Ação X", true);
         assert_eq!(n.text, "acao x");
         // 'x' is at normalized byte 5 and at original byte 7 ("Ação " is 7 bytes).
-        assert_eq!(n.origin[5], 7);
-        assert_eq!(*n.origin.last().unwrap_or(&0), 8);
+        assert_eq!(n.origin(5), 7);
+        assert_eq!(n.origin(6), 8);
+        assert_eq!(n.origin_end(4), 6);
     }
 }

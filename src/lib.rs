@@ -47,6 +47,7 @@
 
 mod check;
 pub mod classify;
+pub mod classify_eval;
 mod compile;
 mod decision;
 mod diagnostic;
