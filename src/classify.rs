@@ -524,6 +524,11 @@ impl Classifier {
                 },
                 PatternKind::Stem => words.partition_point(|w| w.0 < e).saturating_sub(1),
             };
+            // A stem hit spans the whole word it starts.
+            let e = match info.kind {
+                PatternKind::Word => e,
+                PatternKind::Stem => words.get(last).map_or(e, |w| w.1.max(e)),
+            };
             let f = Found {
                 start: s,
                 end: e,
