@@ -11,7 +11,9 @@
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::Automaton;
+use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, MatchKind, StartKind};
 use serde::Serialize;
 use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
 use unicode_segmentation::UnicodeSegmentation;
@@ -338,6 +340,8 @@ enum Target {
 struct PatternInfo {
     target: Target,
     kind: PatternKind,
+    /// Length of the normalized needle, in bytes.
+    len: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -350,7 +354,9 @@ struct KeywordEntry {
 /// A compiled keyword automaton for one policy.
 #[derive(Clone, Debug)]
 pub(crate) struct Classifier {
-    automaton: Option<AhoCorasick>,
+    /// One anchored Aho-Corasick DFA (a trie) over every normalized keyword and negator; it is
+    /// run from each word start, so every occurrence it finds starts on a word boundary.
+    automaton: Option<DFA>,
     patterns: Vec<PatternInfo>,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
@@ -393,8 +399,12 @@ impl Classifier {
                     let words = u32::try_from(n.unicode_words().count()).unwrap_or(u32::MAX);
                     max_negator_words = max_negator_words.max(words);
                 }
+                patterns.push(PatternInfo {
+                    target,
+                    kind,
+                    len: n.len(),
+                });
                 needles.push(n);
-                patterns.push(PatternInfo { target, kind });
             }
         };
         let keywords: Vec<KeywordEntry> = model
@@ -415,9 +425,9 @@ impl Classifier {
         let automaton = if needles.is_empty() {
             None
         } else {
-            AhoCorasickBuilder::new()
+            aho_corasick::dfa::Builder::new()
                 .match_kind(MatchKind::Standard)
-                .kind(Some(AhoCorasickKind::DFA))
+                .start_kind(StartKind::Anchored)
                 .build(&needles)
                 .ok()
         };
@@ -504,41 +514,57 @@ impl Classifier {
         };
         let norm = normalize_with(query, self.fold_accents, zwnj_as_space);
         let text = norm.text.as_str();
-        // Unicode (UAX #29) words: (start, end) byte ranges in `text`, in order.
-        let words: Vec<(usize, usize)> = text
-            .unicode_word_indices()
-            .map(|(i, w)| (i, i + w.len()))
-            .collect();
+        let words = word_ranges(text);
         let mut keywords: Vec<Found> = Vec::new();
         let mut negators: Vec<Found> = Vec::new();
-        for m in ac.find_overlapping_iter(text) {
-            let info = &self.patterns[m.pattern().as_usize()];
-            let (s, e) = (m.start(), m.end());
-            let Ok(first) = words.binary_search_by_key(&s, |w| w.0) else {
-                continue;
-            };
-            let last = match info.kind {
-                PatternKind::Word => match words[first..].binary_search_by_key(&e, |w| w.1) {
-                    Ok(j) => first + j,
-                    Err(_) => continue,
-                },
-                PatternKind::Stem => words.partition_point(|w| w.0 < e).saturating_sub(1),
-            };
-            // A stem hit spans the whole word it starts.
-            let e = match info.kind {
-                PatternKind::Word => e,
-                PatternKind::Stem => words.get(last).map_or(e, |w| w.1.max(e)),
-            };
-            let f = Found {
-                start: s,
-                end: e,
-                first_word: u32::try_from(first).unwrap_or(u32::MAX),
-                last_word: u32::try_from(last).unwrap_or(u32::MAX),
-                target: info.target,
-            };
-            match info.target {
-                Target::Keyword(_) => keywords.push(f),
-                Target::Negator(_) => negators.push(f),
+        let Ok(start_state) = ac.start_state(Anchored::Yes) else {
+            return;
+        };
+        let bytes = text.as_bytes();
+        for (first, &(s, _)) in words.iter().enumerate() {
+            let mut sid = start_state;
+            for (i, &b) in bytes[s..].iter().enumerate() {
+                sid = ac.next_state(Anchored::Yes, sid, b);
+                if ac.is_dead(sid) {
+                    break;
+                }
+                if !ac.is_match(sid) {
+                    continue;
+                }
+                let e = s + i + 1;
+                for m in 0..ac.match_len(sid) {
+                    let info = &self.patterns[ac.match_pattern(sid, m).as_usize()];
+                    // Matches of shorter needles that end here but start after `s` are
+                    // reported from their own word start (or not at all).
+                    if info.len != e - s {
+                        continue;
+                    }
+                    let last = match info.kind {
+                        PatternKind::Word => {
+                            match words[first..].binary_search_by_key(&e, |w| w.1) {
+                                Ok(j) => first + j,
+                                Err(_) => continue,
+                            }
+                        }
+                        PatternKind::Stem => words.partition_point(|w| w.0 < e).saturating_sub(1),
+                    };
+                    // A stem hit spans the whole word it starts.
+                    let end = match info.kind {
+                        PatternKind::Word => e,
+                        PatternKind::Stem => words.get(last).map_or(e, |w| w.1.max(e)),
+                    };
+                    let f = Found {
+                        start: s,
+                        end,
+                        first_word: u32::try_from(first).unwrap_or(u32::MAX),
+                        last_word: u32::try_from(last).unwrap_or(u32::MAX),
+                        target: info.target,
+                    };
+                    match info.target {
+                        Target::Keyword(_) => keywords.push(f),
+                        Target::Negator(_) => negators.push(f),
+                    }
+                }
             }
         }
         keywords.sort_by_key(|f| (f.start, f.end, target_index(f.target)));
@@ -613,6 +639,114 @@ impl Classifier {
     }
 }
 
+/// The Unicode (UAX #29) words of `text`, as `(start, end)` byte ranges in order: the segments
+/// between word boundaries that hold a letter or digit.
+fn word_ranges(text: &str) -> Vec<(usize, usize)> {
+    match simple_word_ranges(text) {
+        Some(w) => w,
+        None => text
+            .unicode_word_indices()
+            .map(|(i, w)| (i, i + w.len()))
+            .collect(),
+    }
+}
+
+/// UAX #29 word class of the characters [`simple_word_ranges`] handles.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WordClass {
+    /// ALetter: ASCII letters and the common Arabic-script letters.
+    Letter,
+    /// Numeric: ASCII digits.
+    Digit,
+    /// ExtendNumLet: `_`.
+    Joiner,
+    /// MidLetter `:`.
+    MidLetter,
+    /// MidNumLet and Single_Quote: `.` `'`.
+    MidNumLet,
+    /// MidNum: `,` `;` and the Arabic comma U+060C.
+    MidNum,
+    /// Everything else in the handled set (spaces, other ASCII punctuation, `؛` `؟`).
+    Other,
+}
+
+fn word_class(c: char) -> Option<WordClass> {
+    Some(match c {
+        'a'..='z' | 'A'..='Z' => WordClass::Letter,
+        '0'..='9' => WordClass::Digit,
+        '_' => WordClass::Joiner,
+        ':' => WordClass::MidLetter,
+        '.' | '\'' => WordClass::MidNumLet,
+        ',' | ';' | '\u{060C}' => WordClass::MidNum,
+        '\u{0621}'..='\u{063A}'
+        | '\u{0641}'..='\u{064A}'
+        | '\u{067E}'
+        | '\u{0686}'
+        | '\u{0698}'
+        | '\u{06A9}'
+        | '\u{06AF}'
+        | '\u{06CC}' => WordClass::Letter,
+        '\u{061B}' | '\u{061F}' => WordClass::Other,
+        // ASCII controls other than tab/LF/VT/FF/CR/space do not occur in many queries and have
+        // their own rules (WB3): leave them to the full algorithm.
+        ' ' | '\t' | '\n' | '\u{0B}' | '\u{0C}' => WordClass::Other,
+        c if c.is_ascii_punctuation() => WordClass::Other,
+        _ => return None,
+    })
+}
+
+/// UAX #29 words for text made only of ASCII and common Arabic-script letters, where the rules
+/// reduce to: a word is a run of letters, digits and `_`, also joined across one `.` `'` `:`
+/// between letters (WB6/7) and one `.` `'` `,` `;` `،` between digits (WB11/12). `None` for
+/// other text (the caller uses the full algorithm). The unit tests check it against
+/// `unicode-segmentation`.
+fn simple_word_ranges(text: &str) -> Option<Vec<(usize, usize)>> {
+    let mut chars: Vec<(usize, WordClass)> = Vec::with_capacity(text.len());
+    for (i, c) in text.char_indices() {
+        chars.push((i, word_class(c)?));
+    }
+    let is_core =
+        |k: WordClass| matches!(k, WordClass::Letter | WordClass::Digit | WordClass::Joiner);
+    let mut words = Vec::new();
+    let n = chars.len();
+    let mut i = 0;
+    while i < n {
+        if !is_core(chars[i].1) {
+            i += 1;
+            continue;
+        }
+        let start = chars[i].0;
+        let mut j = i + 1;
+        while j < n {
+            let k = chars[j].1;
+            let infix = j + 1 < n && {
+                let (prev, next) = (chars[j - 1].1, chars[j + 1].1);
+                match k {
+                    WordClass::MidNumLet => {
+                        (prev == WordClass::Letter && next == WordClass::Letter)
+                            || (prev == WordClass::Digit && next == WordClass::Digit)
+                    }
+                    WordClass::MidLetter => prev == WordClass::Letter && next == WordClass::Letter,
+                    WordClass::MidNum => prev == WordClass::Digit && next == WordClass::Digit,
+                    _ => false,
+                }
+            };
+            if is_core(k) || infix {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        let end = chars.get(j).map_or(text.len(), |c| c.0);
+        // A segment of only `_` is not a word.
+        if chars[i..j].iter().any(|c| c.1 != WordClass::Joiner) {
+            words.push((start, end));
+        }
+        i = j;
+    }
+    Some(words)
+}
+
 /// Keyword hits collected over the readings of one query.
 #[derive(Default)]
 struct Scan {
@@ -658,6 +792,23 @@ mod tests {
         assert_eq!(normalize("حـــذف", true).text, "حذف");
         assert_eq!(normalize("می\u{200C}خواهم", true).text, "می خواهم");
         assert_eq!(normalize("de\u{200B}lete", true).text, "delete");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn simple_word_ranges_agree_with_uax29(
+            chars in proptest::collection::vec(proptest::sample::select(vec![
+                'a', 'b', 'Z', '1', '2', '_', '.', ',', ';', '\'', ':', ' ', '-', '"', '\n', '\t',
+                'ب', 'ی', 'ک', 'ء', '،', '؛', '؟',
+            ]), 0..24)
+        ) {
+            let text: String = chars.into_iter().collect();
+            let full: Vec<(usize, usize)> = text
+                .unicode_word_indices()
+                .map(|(i, w)| (i, i + w.len()))
+                .collect();
+            proptest::prop_assert_eq!(simple_word_ranges(&text), Some(full), "{:?}", text);
+        }
     }
 
     #[test]
