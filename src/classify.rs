@@ -99,6 +99,8 @@ pub struct Normalized {
     /// one extra entry holds the original length. Empty when the map is the identity (ASCII text
     /// that needed no white-space change).
     origin: Vec<u32>,
+    /// Byte offsets in `text` where a ZWNJ was removed (when ZWNJ is read as nothing).
+    joins: Vec<usize>,
 }
 
 impl Normalized {
@@ -169,6 +171,7 @@ fn normalize_with(text: &str, fold_accents: bool, zwnj_as_space: bool) -> Normal
     let mut out = Normalized {
         text: String::with_capacity(text.len() + 8),
         origin: Vec::with_capacity(text.len() + 9),
+        joins: Vec::new(),
     };
     // Pending combining marks (canonical combining class, mark, original offset), emitted in
     // canonical order before the next starter.
@@ -192,6 +195,8 @@ fn normalize_with(text: &str, fold_accents: bool, zwnj_as_space: bool) -> Normal
             continue;
         }
         if c == '\u{200C}' {
+            flush_marks(&mut out, &mut marks);
+            out.joins.push(out.text.len());
             continue;
         }
         if is_plain_arabic_letter(c) {
@@ -246,6 +251,7 @@ fn normalize_ascii(text: &str) -> Normalized {
         return Normalized {
             text: text.to_ascii_lowercase(),
             origin: Vec::new(),
+            joins: Vec::new(),
         };
     }
     let mut bytes: Vec<u8> = Vec::with_capacity(text.len());
@@ -273,7 +279,11 @@ fn normalize_ascii(text: &str) -> Normalized {
     origin.push(u32::try_from(text.len()).unwrap_or(u32::MAX));
     // Every byte is ASCII, so this never fails; the fallback keeps the function total.
     let text = String::from_utf8(bytes).unwrap_or_default();
-    Normalized { text, origin }
+    Normalized {
+        text,
+        origin,
+        joins: Vec::new(),
+    }
 }
 
 /// Arabic-script characters common in Persian and Arabic text that have no decomposition, no
@@ -362,6 +372,8 @@ pub(crate) struct Classifier {
     negations: Vec<NegationRule>,
     /// Most words in one normalized negator (bounds the negator search window).
     max_negator_words: u32,
+    /// Most words in one normalized keyword or negator.
+    max_needle_words: u32,
     intents: Vec<String>,
     fallback: Option<u8>,
     combine: Combine,
@@ -385,6 +397,7 @@ impl Classifier {
         let mut needles: Vec<String> = Vec::new();
         let mut patterns = Vec::new();
         let mut max_negator_words = 1u32;
+        let mut max_needle_words = 1u32;
         let mut add = |text: &str, target: Target, needles: &mut Vec<String>| {
             let (body, kind) = match text.strip_suffix('*') {
                 Some(stem) => (stem, PatternKind::Stem),
@@ -395,8 +408,9 @@ impl Classifier {
                 if n.is_empty() {
                     continue;
                 }
+                let words = u32::try_from(n.unicode_words().count()).unwrap_or(u32::MAX);
+                max_needle_words = max_needle_words.max(words);
                 if let Target::Negator(_) = target {
-                    let words = u32::try_from(n.unicode_words().count()).unwrap_or(u32::MAX);
                     max_negator_words = max_negator_words.max(words);
                 }
                 patterns.push(PatternInfo {
@@ -437,6 +451,7 @@ impl Classifier {
             keywords,
             negations: model.negations.clone(),
             max_negator_words,
+            max_needle_words,
             intents: model.intents.iter().map(|s| s.name.clone()).collect(),
             fallback: model
                 .fallback
@@ -521,7 +536,51 @@ impl Classifier {
             return;
         };
         let bytes = text.as_bytes();
+        // In the reading with ZWNJ removed, only occurrences across a removed ZWNJ are new (the
+        // rest were found in the first reading): walk only from the word starts near the words
+        // that hold one, close enough to reach them or to negate a hit that does.
+        let joins: Vec<usize> = norm
+            .joins
+            .iter()
+            .copied()
+            .filter(|&p| {
+                let w = words.partition_point(|w| w.0 < p);
+                w > 0 && words[w - 1].1 > p
+            })
+            .collect();
+        let reach = self
+            .negations
+            .iter()
+            .map(|r| r.window)
+            .max()
+            .unwrap_or(0)
+            .saturating_add(self.max_needle_words)
+            .saturating_add(self.max_negator_words) as usize;
+        // near[w]: word w starts within `reach` words of a word holding a removed ZWNJ.
+        let mut near = vec![false; if zwnj_as_space { 0 } else { words.len() }];
+        if !zwnj_as_space {
+            let mut marks = vec![0i32; words.len() + 1];
+            for &p in &joins {
+                let w = words.partition_point(|w| w.0 < p).saturating_sub(1);
+                marks[w.saturating_sub(reach)] += 1;
+                marks[(w + reach + 1).min(words.len())] -= 1;
+            }
+            let mut open = 0;
+            for (w, n) in near.iter_mut().enumerate() {
+                open += marks[w];
+                *n = open > 0;
+            }
+        }
+        let near_join = |first: usize| near.get(first).copied().unwrap_or(false);
+        // Whether a removed ZWNJ lies strictly inside s..e (`joins` is sorted).
+        let crosses_join = |s: usize, e: usize| {
+            let i = joins.partition_point(|&p| p <= s);
+            joins.get(i).is_some_and(|&p| p < e)
+        };
         for (first, &(s, _)) in words.iter().enumerate() {
+            if !zwnj_as_space && !near_join(first) {
+                continue;
+            }
             let mut sid = start_state;
             for (i, &b) in bytes[s..].iter().enumerate() {
                 sid = ac.next_state(Anchored::Yes, sid, b);
@@ -561,7 +620,10 @@ impl Classifier {
                         target: info.target,
                     };
                     match info.target {
-                        Target::Keyword(_) => keywords.push(f),
+                        Target::Keyword(_) if zwnj_as_space || crosses_join(s, e) => {
+                            keywords.push(f)
+                        }
+                        Target::Keyword(_) => {}
                         Target::Negator(_) => negators.push(f),
                     }
                 }

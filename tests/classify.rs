@@ -357,6 +357,13 @@ fn a_one_mebibyte_query_classifies() {
     assert_eq!(i.dropped.len(), 100_000);
     assert!(i.hits.is_empty());
 
+    // Many ZWNJs: each word is read spaced and joined, and counted once.
+    let q = "پاک\u{200C}سازی ".repeat(50_000);
+    let i = classify(&q);
+    assert_eq!(i.name, "destructive");
+    assert_eq!(i.hits.len(), 50_000);
+    assert!(i.hits.iter().all(|h| h.keyword == "پاک\u{200C}سازی"));
+
     // Past the cap, the rest is not read and the result says so.
     let mut q = "a".repeat(1024 * 1024);
     q.push_str(" delete");
