@@ -1,12 +1,15 @@
 //! Query intent classification: text normalization and one keyword automaton.
 //!
-//! A query is normalized exactly like the policy's keywords ([`normalize`]), then one
-//! Aho-Corasick automaton over every keyword and negator of every intent finds all occurrences;
-//! an occurrence counts only when it sits on word boundaries (`"word"`: a whole word; `"stem*"`:
-//! the start of a word; a phrase: whole words in sequence). A keyword hit with a negator within
-//! the negation window is dropped (and reported as dropped). Under `combine priority` the
-//! highest-priority intent with a surviving hit wins; under `combine union` every intent with a
-//! hit counts. A query without hits gets the `fallback` intent.
+//! A query is normalized exactly like the policy's keywords ([`normalize`]) and split into
+//! Unicode words (UAX #29 word boundaries, as `unicode-segmentation` computes them; a fast path
+//! gives the same boundaries for ASCII and common Arabic-script text). One automaton over every
+//! keyword and negator of every intent (an anchored Aho-Corasick DFA, i.e. a trie) is walked from
+//! each word start, so an occurrence always starts on a word boundary; `"word"` (and a phrase)
+//! must also end on one, `"stem*"` may end inside a word. A keyword hit with a negator within the
+//! negation window (in words, before or after) is dropped and reported in [`Intent::dropped`].
+//! Under `combine priority` the highest-priority intent with a surviving hit wins; under
+//! `combine union` every intent with a hit counts. A query without hits gets the `fallback`
+//! intent. Time is linear in the query length (each walk is bounded by the longest keyword).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
@@ -31,7 +34,8 @@ pub struct Hit {
     pub intent: String,
     /// The keyword's language tag.
     pub lang: String,
-    /// Byte range of the match in the original query text.
+    /// Byte range of the match in the original query text (for a `"stem*"` keyword, the whole
+    /// word it starts).
     pub span: (usize, usize),
     /// For a dropped hit, the negator that cancelled it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -156,7 +160,9 @@ impl Normalized {
 ///    kaf `ك` -> Persian kaf `ک`; tatweel U+0640 and harakat (U+064B–U+0652, superscript alef
 ///    U+0670) removed.
 /// 6. Digits: Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits -> ASCII `0`–`9`.
-/// 7. Accent folding, when `fold_accents` is true (the default; `accents keep` in a policy turns
+/// 7. Apostrophes: the typographic `‘` `’` and the modifier letter `ʼ` -> ASCII `'`, so a
+///    phone keyboard's "don’t" is the negator "don't".
+/// 8. Accent folding, when `fold_accents` is true (the default; `accents keep` in a policy turns
 ///    it off): the combining diacritics U+0300–U+036F that step 1 split off Latin letters are
 ///    removed, so `devolução` reads `devolucao` and `bórralo` reads `borralo`.
 pub fn normalize(text: &str, fold_accents: bool) -> Normalized {
@@ -317,7 +323,7 @@ fn flush_marks(out: &mut Normalized, marks: &mut Vec<(u8, char, u32)>) {
     marks.clear();
 }
 
-/// Steps 3, 5, 6 and 7 of [`normalize`] for one (decomposed, lower-cased) character; `None`
+/// Steps 3, 5, 6, 7 and 8 of [`normalize`] for one (decomposed, lower-cased) character; `None`
 /// drops it.
 fn map_char(c: char, fold_accents: bool) -> Option<char> {
     match c {
@@ -328,6 +334,7 @@ fn map_char(c: char, fold_accents: bool) -> Option<char> {
         '\u{06F0}'..='\u{06F9}' => char::from_digit(c as u32 - 0x06F0, 10),
         '\u{0660}'..='\u{0669}' => char::from_digit(c as u32 - 0x0660, 10),
         '\u{0300}'..='\u{036F}' if fold_accents => None,
+        '\u{2018}' | '\u{2019}' | '\u{02BC}' => Some('\''),
         _ => Some(c),
     }
 }

@@ -127,6 +127,10 @@ fn english_negation_drops_the_hit() {
     let i = classify("don't delete the invoice, just show it");
     assert_eq!(i.name, "read");
     assert_eq!(dropped(&i), [("delete", "don't")]);
+    // A phone keyboard's apostrophe.
+    let i = classify("don\u{2019}t delete the invoice");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("delete", "don't")]);
     let i = classify("do not remove anything");
     assert_eq!(i.name, "read");
     assert_eq!(dropped(&i), [("remove", "do not")]);
