@@ -161,6 +161,9 @@ pub(crate) struct Model {
 /// error.
 pub(crate) fn check(files: &[PolicyFile]) -> (Model, Vec<Diagnostic>) {
     let mut c = Checker::default();
+    // Accent folding is on unless the policy says `accents keep` (issue 3); `Model::default()`
+    // would leave it off.
+    c.model.fold_accents = true;
     c.run(files);
     (c.model, c.diagnostics)
 }

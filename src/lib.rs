@@ -49,6 +49,7 @@ pub mod analysis;
 pub mod args;
 mod check;
 pub mod classify;
+pub mod classify_eval;
 mod compile;
 mod decision;
 mod diagnostic;

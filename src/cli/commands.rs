@@ -79,6 +79,13 @@ pub(crate) fn check(files: &[std::path::PathBuf], deny_warnings: bool, json: boo
 
 pub(crate) fn classify(policy: &Path, text: &str, json: bool) -> CmdResult {
     let policy = load_policy(policy)?;
+    let stdin_text;
+    let text = if text == "-" {
+        stdin_text = read_stdin_utf8("the query")?;
+        stdin_text.as_str()
+    } else {
+        text
+    };
     let intent = policy.classify(text);
     if json {
         println!(
@@ -278,4 +285,19 @@ fn short_rule(rule: &str) -> String {
 
 pub(crate) fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
+/// Reads all of standard input; invalid UTF-8 is a clear error naming `what` was read.
+pub(crate) fn read_stdin_utf8(what: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {what} from standard input: {e}"))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{what} on standard input is not valid UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }

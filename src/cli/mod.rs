@@ -3,6 +3,7 @@
 //! (`check` with errors), 2 a usage or input error (one clear line on stderr).
 
 mod analysis;
+mod classify_eval;
 mod commands;
 mod ecosystem;
 mod guard;
@@ -34,13 +35,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Classify a query into the intent that gates tools.
+    /// Classify a query into the intent that gates tools, or evaluate the classifier on labeled
+    /// queries (`--eval`).
     Classify {
         /// The policy file.
         #[arg(short = 'p', long = "policy")]
         policy: PathBuf,
-        /// The query text.
-        text: String,
+        /// The query text; `-` reads it from standard input (which must be UTF-8).
+        #[arg(required_unless_present = "eval", conflicts_with = "eval")]
+        text: Option<String>,
+        /// Evaluate on a JSON Lines file (`-` for standard input) of
+        /// `{"text", "intent", "lang"?, "confidence"?}` rows: accuracy overall and per language
+        /// (clear and ambiguous rows apart), confusion matrices and the misclassified rows.
+        #[arg(long, value_name = "FILE.jsonl")]
+        eval: Option<PathBuf>,
+        /// With `--eval`: exit 1 when the accuracy on clear rows is below this. A fraction in
+        /// 0..1 (`0.9`) or a percentage with a `%` sign (`90%`).
+        #[arg(long, requires = "eval", value_name = "X")]
+        min_accuracy: Option<String>,
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
@@ -252,7 +264,17 @@ pub fn run() -> i32 {
             deny_warnings,
             json,
         } => commands::check(&files, deny_warnings, json),
-        Command::Classify { policy, text, json } => commands::classify(&policy, &text, json),
+        Command::Classify {
+            policy,
+            text,
+            eval,
+            min_accuracy,
+            json,
+        } => match (eval, text) {
+            (Some(file), _) => classify_eval::run(&policy, &file, min_accuracy.as_deref(), json),
+            (None, Some(text)) => commands::classify(&policy, &text, json),
+            (None, None) => Err("give a query text or --eval FILE.jsonl".to_string()),
+        },
         Command::Offer {
             req,
             schemas: Some(schemas),

@@ -1,0 +1,377 @@
+//! Classification tests of our own (issue 3): each query here was written for this file.
+
+use std::sync::OnceLock;
+
+use toolwarden::{Intent, Policy};
+
+/// `policies/finance.warden`, which includes the standard lexicon.
+fn finance() -> &'static Policy {
+    static P: OnceLock<Policy> = OnceLock::new();
+    P.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/policies/finance.warden");
+        match Policy::from_file(path) {
+            Ok(p) => p,
+            Err(e) => panic!("finance.warden must load:\n{}", e.render()),
+        }
+    })
+}
+
+fn classify(q: &str) -> Intent {
+    finance().classify(q)
+}
+
+/// `(keyword, intent)` of the hits that counted.
+fn hits(i: &Intent) -> Vec<(&str, &str)> {
+    i.hits
+        .iter()
+        .map(|h| (h.keyword.as_str(), h.intent.as_str()))
+        .collect()
+}
+
+/// `(keyword, negator)` of the dropped hits.
+fn dropped(i: &Intent) -> Vec<(&str, &str)> {
+    i.dropped
+        .iter()
+        .map(|h| (h.keyword.as_str(), h.negated_by.as_deref().unwrap_or("")))
+        .collect()
+}
+
+fn small(src: &str) -> Policy {
+    match Policy::parse(src, "test.warden") {
+        Ok(p) => p,
+        Err(e) => panic!("test policy must load:\n{}", e.render()),
+    }
+}
+
+const SMALL_HEAD: &str = r#"
+policy "t" version 1
+effects none, write, delete
+intents destructive > write > read
+fallback read
+matrix m {
+              none   write  delete
+  read        allow  deny   deny
+  write       allow  allow  deny
+  destructive allow  allow  confirm
+}
+mode supervised { matrix m }
+confirm fields "confirmed"
+tool list_things { effect none }
+"#;
+
+#[test]
+fn the_lexicon_is_large_enough() {
+    assert!(
+        finance().keyword_count() >= 500,
+        "{}",
+        finance().keyword_count()
+    );
+}
+
+#[test]
+fn whole_words_do_not_hit_inside_longer_words() {
+    // "add" is a write keyword; "address" is not.
+    let i = classify("what is the billing address of this vendor");
+    assert_eq!(i.name, "read");
+    assert!(hits(&i).iter().all(|(k, _)| *k != "add"), "{:?}", hits(&i));
+    // "new" is a write keyword; "newsletter" is not.
+    let i = classify("which newsletter did the vendor receive");
+    assert_eq!(i.name, "read");
+    assert!(hits(&i).iter().all(|(k, _)| *k != "new"), "{:?}", hits(&i));
+    // The whole words still hit.
+    assert_eq!(classify("add a vendor").name, "write");
+    assert_eq!(classify("open a new ledger").name, "write");
+}
+
+#[test]
+fn borrador_is_a_draft_not_a_deletion() {
+    let i = classify("muéstrame el borrador del contrato");
+    assert_eq!(i.name, "read");
+    assert!(
+        hits(&i).iter().all(|(_, intent)| *intent != "destructive"),
+        "{:?}",
+        hits(&i)
+    );
+    assert_eq!(classify("borra el contrato").name, "destructive");
+}
+
+#[test]
+fn stems_hit_every_inflection() {
+    for q in [
+        "elimina la factura",
+        "quiero eliminar la factura",
+        "eliminá la factura",
+        "eliminando facturas viejas",
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "destructive", "{q}");
+        assert_eq!(hits(&i)[0], ("elimin*", "destructive"), "{q}");
+    }
+}
+
+#[test]
+fn hits_carry_language_and_original_byte_span() {
+    let q = "Please ÉLIMINE it";
+    let i = classify(q);
+    assert_eq!(i.name, "destructive");
+    let h = &i.hits[0];
+    assert_eq!(h.keyword, "elimin*");
+    assert_eq!(h.lang, "es");
+    // "ÉLIMINE" starts at byte 7 and is 8 bytes long (É is two bytes).
+    assert_eq!(h.span, (7, 15));
+    assert_eq!(&q[h.span.0..h.span.1], "ÉLIMINE");
+}
+
+#[test]
+fn english_negation_drops_the_hit() {
+    let i = classify("don't delete the invoice, just show it");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("delete", "don't")]);
+    // A phone keyboard's apostrophe.
+    let i = classify("don\u{2019}t delete the invoice");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("delete", "don't")]);
+    let i = classify("do not remove anything");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("remove", "do not")]);
+}
+
+#[test]
+fn spanish_negation_drops_the_hit() {
+    let i = classify("no borres la factura");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("borres", "no")]);
+    // Beyond the window of 3 words, the negator does not reach.
+    let i = classify("no, por favor ahora mismo borra la factura");
+    assert_eq!(i.name, "destructive");
+}
+
+#[test]
+fn portuguese_negation_with_and_without_accents() {
+    for q in [
+        "não apague o arquivo",
+        "nao apague o arquivo",
+        "NÃO APAGUE o arquivo",
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "read", "{q}");
+        assert_eq!(i.dropped.len(), 1, "{q}");
+        assert_eq!(i.dropped[0].keyword, "apag*", "{q}");
+        assert!(i.hits.iter().all(|h| h.intent != "destructive"), "{q}");
+    }
+    // Portuguese "no" means "in the": it does not negate.
+    assert_eq!(classify("apague o arquivo no servidor").name, "destructive");
+}
+
+#[test]
+fn persian_negation_follows_the_verb() {
+    let i = classify("این فاکتور را حذف نکن");
+    assert_eq!(i.name, "read");
+    assert_eq!(dropped(&i), [("حذف", "نکن")]);
+    assert_eq!(classify("این فاکتور را حذف کن").name, "destructive");
+}
+
+#[test]
+fn arabic_letters_match_persian_keywords() {
+    // "پاک کن" written with Arabic kaf (ك) and the Persian one.
+    assert_eq!(classify("فایل را پاك كن").name, "destructive");
+    assert_eq!(classify("فایل را پاک کن").name, "destructive");
+    // Arabic yeh (ي) in a Persian keyword.
+    assert_eq!(
+        classify("گزارش را حذف كنيد").hits[0].keyword,
+        classify("گزارش را حذف کنید").hits[0].keyword
+    );
+}
+
+#[test]
+fn arabic_where_does_not_fire_on_persian_this() {
+    // Persian "این" (this) is written like Arabic "اين" (where) once yeh is unified.
+    let p = small(&format!(
+        r#"policy "u" version 1
+effects none
+intents destructive > execute > export > write > read
+fallback read
+combine union
+matrix m {{
+              none
+  read        allow
+  write       allow
+  export      allow
+  execute     allow
+  destructive allow
+}}
+mode supervised {{ matrix m }}
+include "{}/policies/lexicon/standard.warden"
+"#,
+        env!("CARGO_MANIFEST_DIR")
+    ));
+    let i = p.classify("این گزارش");
+    assert!(i.fallback, "{:?}", i.hits);
+}
+
+#[test]
+fn zero_width_characters_inside_words_are_ignored() {
+    for q in [
+        "de\u{200B}lete the row",
+        "del\u{2060}ete the row",
+        "\u{FEFF}delete the row",
+        "dele\u{00AD}te the row",
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "destructive", "{q:?}");
+        assert_eq!(hits(&i)[0], ("delete", "destructive"), "{q:?}");
+    }
+}
+
+#[test]
+fn zwnj_matches_a_space_and_nothing() {
+    // The keyword "پاک‌سازی" is written with ZWNJ: spaced, joined and ZWNJ spellings all hit.
+    for q in ["پاک‌سازی فایل‌ها", "پاک سازی فایل‌ها", "پاکسازی فایل‌ها"]
+    {
+        let i = classify(q);
+        assert_eq!(i.name, "destructive", "{q}");
+    }
+    // A ZWNJ in the query also matches a keyword written joined or spaced.
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords write {{ fa \"میخواهم بسازم\" }}\nkeywords destructive {{ fa \"پاک کن\" }}\n"
+    ));
+    assert_eq!(p.classify("می\u{200C}خواهم بسازم").name, "write");
+    assert_eq!(p.classify("پاک\u{200C}کن").name, "destructive");
+    assert_eq!(p.classify("پاک \u{200C}  کن").name, "destructive");
+}
+
+#[test]
+fn fullwidth_letters_read_as_ascii() {
+    let i = classify("ＤＥＬＥＴＥ the old rows");
+    assert_eq!(i.name, "destructive");
+    assert_eq!(i.hits[0].span, (0, 18));
+}
+
+#[test]
+fn missing_and_extra_accents() {
+    // Missing accents.
+    assert_eq!(classify("exclusao do cadastro").name, "destructive");
+    assert_eq!(classify("borralo ya").name, "destructive");
+    // Extra accents.
+    assert_eq!(classify("délete this").name, "destructive");
+    assert_eq!(classify("bórra la factura").name, "destructive");
+    // With `accents keep`, accents are significant.
+    let p = small(&format!(
+        "{SMALL_HEAD}\naccents keep\nkeywords destructive {{ pt \"devolução\" }}\n"
+    ));
+    assert_eq!(p.classify("devolução").name, "destructive");
+    assert_eq!(p.classify("devolucao").name, "read");
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords destructive {{ pt \"devolução\" }}\n"
+    ));
+    assert_eq!(p.classify("devolucao").name, "destructive");
+}
+
+#[test]
+fn persian_and_arabic_indic_digits_read_as_ascii() {
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords destructive {{ fa \"drop 42\" }}\n"
+    ));
+    assert_eq!(p.classify("drop ۴۲").name, "destructive");
+    assert_eq!(p.classify("drop ٤٢").name, "destructive");
+    assert_eq!(p.classify("drop 42").name, "destructive");
+    assert_eq!(p.classify("drop 421").name, "read");
+    assert_eq!(toolwarden::normalize("فاکتور ۱۲۳", true).text, "فاکتور 123");
+}
+
+#[test]
+fn upper_case_queries() {
+    assert_eq!(classify("DELETE ALL DRAFTS").name, "destructive");
+    assert_eq!(classify("EXPORTA LAS FACTURAS").name, "export");
+    assert_eq!(classify("Straße").name, "read");
+    assert_eq!(
+        toolwarden::normalize("STRASSE Straße", true).text,
+        "strasse strasse"
+    );
+}
+
+#[test]
+fn a_query_mixing_two_languages() {
+    let i = classify("please borra el invoice de ayer");
+    assert_eq!(i.name, "destructive");
+    assert_eq!(hits(&i), [("borra", "destructive")]);
+    let i = classify("export the فاکتور list");
+    assert_eq!(i.name, "export");
+}
+
+#[test]
+fn empty_and_blank_queries_fall_back() {
+    for q in ["", " ", "\t\n  \r\n", "\u{200B}\u{200C}\u{FEFF}", "？！"] {
+        let i = classify(q);
+        assert!(i.fallback, "{q:?}");
+        assert_eq!(i.name, "read", "{q:?}");
+        assert_eq!(i.intents, ["read"], "{q:?}");
+        assert!(i.hits.is_empty() && i.dropped.is_empty(), "{q:?}");
+    }
+}
+
+#[test]
+fn combine_union_gives_every_intent_hit() {
+    let p = small(&format!(
+        "{SMALL_HEAD}\ncombine union\nkeywords write {{ en \"create\" }}\nkeywords destructive {{ en \"delete\" }}\nkeywords read {{ en \"show\" }}\n"
+    ));
+    let i = p.classify("create a folder, delete the old one and show me both");
+    assert_eq!(i.name, "destructive");
+    assert_eq!(i.intents, ["destructive", "write", "read"]);
+    let i = p.classify("show and create");
+    assert_eq!(i.intents, ["write", "read"]);
+    // Under priority, only the deciding intent.
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords write {{ en \"create\" }}\nkeywords destructive {{ en \"delete\" }}\n"
+    ));
+    assert_eq!(p.classify("create then delete").intents, ["destructive"]);
+}
+
+#[test]
+fn phrases_match_across_runs_of_space() {
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords destructive {{ en \"drop table\" }}\n"
+    ));
+    for q in [
+        "drop table x",
+        "drop   table x",
+        "drop\t\ntable x",
+        "DROP\u{00A0}TABLE x",
+    ] {
+        assert_eq!(p.classify(q).name, "destructive", "{q:?}");
+    }
+    assert_eq!(p.classify("drop tables").name, "read");
+    assert_eq!(p.classify("drop the table").name, "read");
+}
+
+#[test]
+fn a_one_mebibyte_query_classifies() {
+    let mut q = "look at the ledger ".repeat((1024 * 1024 - 6) / 19);
+    q.push_str("delete");
+    assert!(q.len() <= 1024 * 1024);
+    let i = classify(&q);
+    assert_eq!(i.name, "destructive");
+    assert!(!i.truncated);
+    assert_eq!(i.hits.last().map(|h| h.span), Some((q.len() - 6, q.len())));
+
+    // Many negated hits: every one dropped, none counted.
+    let q = "no borres ".repeat(100_000);
+    let i = classify(&q);
+    assert!(i.fallback);
+    assert_eq!(i.dropped.len(), 100_000);
+    assert!(i.hits.is_empty());
+
+    // Many ZWNJs: each word is read spaced and joined, and counted once.
+    let q = "پاک\u{200C}سازی ".repeat(50_000);
+    let i = classify(&q);
+    assert_eq!(i.name, "destructive");
+    assert_eq!(i.hits.len(), 50_000);
+    assert!(i.hits.iter().all(|h| h.keyword == "پاک\u{200C}سازی"));
+
+    // Past the cap, the rest is not read and the result says so.
+    let mut q = "a".repeat(1024 * 1024);
+    q.push_str(" delete");
+    let i = classify(&q);
+    assert!(i.truncated);
+    assert!(i.fallback);
+}
