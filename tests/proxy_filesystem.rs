@@ -51,7 +51,7 @@ fn root(name: &str) -> PathBuf {
     dir
 }
 
-fn start(server: &PathBuf, root: &std::path::Path, flags: &[&str]) -> Session {
+fn start(server: &std::path::Path, root: &std::path::Path, flags: &[&str]) -> Session {
     let mut args = vec!["-p", POLICY, "--server", "fs"];
     args.extend_from_slice(flags);
     let mut s = Session::start(&args, &[server.to_str().unwrap(), root.to_str().unwrap()]);
