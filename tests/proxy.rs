@@ -376,6 +376,9 @@ fn exits_with_the_server_exit_code() {
     let Some(mut s) = start(&[]) else { return };
     let r = s.call(2, "quit", json!({}));
     assert_eq!(text(&r), "bye");
+    // Writing to a server that has exited must not kill the proxy (SIGPIPE).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.try_send_raw(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
     let (code, _) = s.wait();
     assert_eq!(code, 7);
 }

@@ -105,6 +105,14 @@ fn rpc_error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value
 
 /// Runs the proxy; returns the server's exit code.
 pub(crate) fn run(req: &RequestArgs, args: &ProxyArgs) -> Result<i32, String> {
+    // A peer that goes away must not kill the proxy with SIGPIPE (main restores the default for
+    // the filter-like commands): a failed write is logged, and the server's exit code stands.
+    #[cfg(unix)]
+    // SAFETY: called on the main thread before the proxy starts any thread; SIG_IGN is a valid
+    // disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     let policy = load_policy(&req.policy)?;
     let (request, intent) = request_of(&policy, req)?;
     if let Some(s) = &args.server {

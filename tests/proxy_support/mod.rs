@@ -80,6 +80,15 @@ impl Session {
         stdin.flush().unwrap();
     }
 
+    /// Sends one raw line, ignoring a proxy that has already gone.
+    pub fn try_send_raw(&mut self, line: &str) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = stdin
+                .write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| stdin.flush());
+        }
+    }
+
     /// Sends one message.
     pub fn send(&mut self, msg: &Value) {
         self.send_raw(&msg.to_string());
