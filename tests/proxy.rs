@@ -47,8 +47,11 @@ fn tools_list_is_filtered_by_mode_intent_and_annotations() {
     let Some(mut s) = start(&["--intent", "write"]) else {
         return;
     };
+    let r = s.request(2, "tools/list", json!({}));
+    let tools = r["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
-        s.tool_names(2),
+        names,
         [
             "get_note",
             "echo",
@@ -59,6 +62,16 @@ fn tools_list_is_filtered_by_mode_intent_and_annotations() {
             "ask",
             "quit"
         ]
+    );
+    // A tool that needs confirmation declares the confirmation field; the others are untouched.
+    assert_eq!(
+        tools[2]["inputSchema"],
+        json!({"type": "object", "properties": {"confirmed": {"type": "boolean",
+            "description": "toolwarden policy: this tool needs the user's confirmation. Leave this out; when a call is held, ask the user, and only if they agree repeat the same call with this set to true."}}})
+    );
+    assert_eq!(
+        tools[1],
+        json!({"name": "echo", "inputSchema": {"type": "object"}})
     );
     s.close();
 }

@@ -86,8 +86,20 @@ fn supervised_reads_freely_and_writes_after_confirmation() {
         &["--mode", "supervised", "--intent", "write"],
     );
 
-    let mut names = s.tool_names(2);
+    let list = s.request(2, "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     names.sort();
+    // Tools that need confirmation declare the field, next to the server's own arguments.
+    let write_file = tools.iter().find(|t| t["name"] == "write_file").unwrap();
+    assert_eq!(
+        write_file["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["confirmed", "content", "path"]
+    );
     let mut expected: Vec<&str> = READ_TOOLS.to_vec();
     expected.extend(["write_file", "edit_file", "create_directory", "move_file"]);
     expected.sort();

@@ -764,6 +764,13 @@ fn filter_list(judge: &Judge, state: &Shared, msg: &mut Value) -> bool {
                     .is_some_and(|d| d.decision.decision != Decision::Deny) =>
             {
                 offered.push(Value::from(name));
+                let confirm = d
+                    .first()
+                    .is_some_and(|d| d.decision.decision == Decision::Confirm);
+                let mut schema = schema;
+                if confirm && !judge.advisory {
+                    declare_confirm_field(judge, &mut schema);
+                }
                 kept.push(schema);
             }
             Ok(d) => {
@@ -804,6 +811,35 @@ fn filter_list(judge: &Judge, state: &Shared, msg: &mut Value) -> bool {
         }),
     );
     true
+}
+
+/// Adds the policy's first confirmation field to the `inputSchema` of a tool whose calls need
+/// confirmation, so the model learns the field exists and clients that validate arguments let
+/// it through. A schema that already has a property of that name (the server's own argument) or
+/// whose `inputSchema`/`properties` is not an object is left as it is.
+fn declare_confirm_field(judge: &Judge, schema: &mut Value) {
+    let Some(field) = judge.confirm_fields.first() else {
+        return;
+    };
+    let Some(input) = schema.get_mut("inputSchema").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let properties = input
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(properties) = properties.as_object_mut() else {
+        return;
+    };
+    if properties.contains_key(field) {
+        return;
+    }
+    properties.insert(
+        field.clone(),
+        json!({
+            "type": "boolean",
+            "description": "toolwarden policy: this tool needs the user's confirmation. Leave this out; when a call is held, ask the user, and only if they agree repeat the same call with this set to true.",
+        }),
+    );
 }
 
 /// One audit record for a call.
