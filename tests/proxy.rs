@@ -237,7 +237,7 @@ fn confirmation_then_the_confirmed_repeat_is_forwarded_without_the_field() {
     assert_eq!(first["rule"], "tests/fixtures/proxy/fake.warden:25:47");
     assert_eq!(first["args_sha256"].as_str().unwrap().len(), 64);
     assert!(first["time"].as_str().unwrap().ends_with('Z'));
-    // Same arguments, same digest; the confirmation field counts in the digest of what arrived.
+    // The digest is over the arguments as they arrived, confirmation field included.
     assert_ne!(lines[0]["args_sha256"], lines[3]["args_sha256"]);
 }
 
@@ -394,6 +394,22 @@ fn exits_with_the_server_exit_code() {
     s.try_send_raw(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
     let (code, _) = s.wait();
     assert_eq!(code, 7);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_server_that_ignores_the_closed_stdin_is_terminated() {
+    let Some(py) = python() else { return };
+    let mut s = Session::start(&["-p", POLICY], &[py, SERVER, "--linger"]);
+    s.initialize();
+    let started = std::time::Instant::now();
+    let (code, stderr) = s.close();
+    assert_eq!(code, 128 + 15, "ended by SIGTERM: {stderr}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(3));
+    assert!(
+        stderr.contains("the server did not exit after its stdin closed; sending SIGTERM"),
+        "{stderr}"
+    );
 }
 
 #[test]
