@@ -407,7 +407,6 @@ fn judge_call(
     let verdict = match outcome {
         Ok(Evaluated::Unknown(reason, rule)) => {
             audit(
-                judge,
                 state,
                 call_record(
                     judge,
@@ -443,7 +442,6 @@ fn judge_call(
             );
             log(&reason);
             audit(
-                judge,
                 state,
                 call_record(
                     judge,
@@ -469,7 +467,6 @@ fn judge_call(
     };
     let stage = verdict.stage.map(Stage::as_str);
     audit(
-        judge,
         state,
         call_record(
             judge,
@@ -800,7 +797,6 @@ fn filter_list(judge: &Judge, state: &Shared, msg: &mut Value) -> bool {
     }
     *tools = kept;
     audit(
-        judge,
         state,
         json!({
             "time": now_rfc3339(),
@@ -871,7 +867,7 @@ fn call_record(
 }
 
 /// Appends one JSON line to the audit file and flushes it.
-fn audit(_judge: &Judge, state: &Shared, record: Value) {
+fn audit(state: &Shared, record: Value) {
     let mut st = lock(state);
     if let Some(file) = st.audit.as_mut() {
         let mut line = record.to_string();
