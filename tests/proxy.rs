@@ -436,3 +436,28 @@ fn a_server_that_cannot_start_is_a_clear_error() {
         "error: unknown mode `nope`; the policy declares `agent`\n"
     );
 }
+
+#[test]
+fn the_server_name_meets_the_connector_allowlist() {
+    let Some(mut s) = start(&["--connectors", "session=github"]) else {
+        return;
+    };
+    assert_eq!(s.tool_names(2), Vec::<String>::new());
+    let r = s.call(3, "echo", json!({}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["error"],
+        "Connector notes is not enabled for this session"
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "connector"
+    );
+    s.close();
+
+    let Some(mut s) = start(&["--connectors", "session=notes"]) else {
+        return;
+    };
+    assert_eq!(s.tool_names(2).len(), 7);
+    s.close();
+}
