@@ -528,12 +528,30 @@ impl Policy {
         args: &Value,
         pending: Option<&PendingCall>,
     ) -> Result<Verdict, RequestError> {
+        self.check_call_as(request, intent, turn, tool, args, pending, None)
+    }
+
+    /// [`Policy::check_call_with`], judging the tool as if its effect were `effect_override`
+    /// when given (an effect index; used by `check_call_schema` when MCP annotations tighten
+    /// the tool's own effect).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check_call_as(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        effect_override: Option<u8>,
+    ) -> Result<Verdict, RequestError> {
         let bound = self.bind(request, intent)?;
         let t = self.tables();
-        let d = self.decide(&bound, tool);
+        let d = self.decide_as(&bound, tool, effect_override);
         let (_, row) = self.resolve_tool(tool);
-        let effect = row.map(|r| t.effects[r.effect as usize].to_string());
-        let read_only = row.map(|r| r.effect == t.read_only_effect);
+        let row_effect = |r: &ToolRow| effect_override.unwrap_or(r.effect);
+        let effect = row.map(|r| t.effects[row_effect(r) as usize].to_string());
+        let read_only = row.map(|r| row_effect(r) == t.read_only_effect);
         let mut verdict = Verdict {
             decision: d.decision,
             tool: tool.to_string(),
@@ -556,11 +574,11 @@ impl Policy {
             v
         };
         if d.decision == Decision::Deny {
-            verdict.reason = self.reason(tool, &d, request);
+            verdict.reason = self.reason_as(tool, &d, request, effect_override);
             return Ok(verdict);
         }
         let Some(row) = row else {
-            verdict.reason = self.reason(tool, &d, request);
+            verdict.reason = self.reason_as(tool, &d, request, effect_override);
             return Ok(verdict);
         };
         // Arguments must be a JSON object of bounded depth.
@@ -638,11 +656,11 @@ impl Policy {
                     .collect::<Vec<_>>()
                     .join(" or ");
                 verdict.reason = if fields.is_empty() {
-                    format!("`{tool}` needs confirmation ({}) and the policy declares no `confirm fields`", self.reason(tool, &d, request))
+                    format!("`{tool}` needs confirmation ({}) and the policy declares no `confirm fields`", self.reason_as(tool, &d, request, effect_override))
                 } else {
                     format!(
                         "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({})",
-                        self.reason(tool, &d, request)
+                        self.reason_as(tool, &d, request, effect_override)
                     )
                 };
                 verdict.pending = Some(PendingCall {
@@ -694,7 +712,7 @@ impl Policy {
             }
         }
         // 11. turn limit
-        let transactional = row.effect != t.read_only_effect;
+        let transactional = row_effect(row) != t.read_only_effect;
         if transactional {
             if let Some(limit) = t.limit {
                 if turn.transactional_calls >= limit {
@@ -737,9 +755,22 @@ impl Policy {
 
     /// A one-sentence reason for a decision about `tool`.
     pub fn reason(&self, tool: &str, d: &ToolDecision, request: &Request) -> String {
+        self.reason_as(tool, d, request, None)
+    }
+
+    /// [`Policy::reason`] for a tool judged under `effect_override` (an effect index).
+    pub(crate) fn reason_as(
+        &self,
+        tool: &str,
+        d: &ToolDecision,
+        request: &Request,
+        effect_override: Option<u8>,
+    ) -> String {
         let t = self.tables();
         let row = self.resolve_tool(tool).1;
-        let effect = row.map_or("?", |r| &*t.effects[r.effect as usize]);
+        let effect = row.map_or("?", |r| {
+            &*t.effects[effect_override.unwrap_or(r.effect) as usize]
+        });
         let mode_name = request
             .mode
             .clone()

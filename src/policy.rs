@@ -185,6 +185,12 @@ impl Policy {
         self.tables().tiers.iter().map(|s| &**s)
     }
 
+    /// The argument names that confirm a call (`confirm fields`), in declaration order; empty
+    /// when the policy declares none.
+    pub fn confirm_fields(&self) -> impl Iterator<Item = &str> {
+        self.tables().confirm_fields.iter().map(|s| &**s)
+    }
+
     /// The `intents` a query with no keyword hit gets (`fallback`), or `""` without intents.
     pub fn fallback_intent(&self) -> Intent {
         self.classify("")

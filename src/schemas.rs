@@ -27,7 +27,7 @@
 use serde_json::Value;
 
 use crate::classify::Intent;
-use crate::decision::{Decision, ToolDecision};
+use crate::decision::{Decision, PendingCall, ToolDecision, Turn, Verdict};
 use crate::eval::{Request, RequestError};
 use crate::import::mcp::{read_hints, McpEffect};
 use crate::policy::Policy;
@@ -146,6 +146,54 @@ impl Policy {
             });
         }
         Ok(out)
+    }
+
+    /// Judges a call to the tool `schema` describes, as [`Policy::check_call_with`] does, with
+    /// the schema's MCP annotations as untrusted hints (`trust annotations tighten`): when the
+    /// effect they imply makes stages 1–7 stricter than the policy's own effect, the whole call
+    /// (stages 1–11, including confirmation and the turn limit) is judged under that effect, so
+    /// a call is never treated more leniently than [`Policy::offer_schemas`] treats its schema.
+    /// The tool name is read from the schema; `args` are the call's arguments.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwarden::{Policy, Request, Turn};
+    /// let policy = Policy::parse(r#"
+    ///     policy "p" version 1
+    ///     effects none, write, delete
+    ///     mode agent { restrict none, write }
+    ///     tool edit_doc { effect write }
+    /// "#, "p.warden").unwrap();
+    /// let schema = json!({"name": "edit_doc", "inputSchema": {}, "annotations": {"destructiveHint": true}});
+    /// let v = policy.check_call_schema(&Request::new("agent"), &policy.fallback_intent(),
+    ///     &mut Turn::new(), &schema, &json!({}), None).unwrap();
+    /// assert_eq!(v.decision.as_str(), "deny");
+    /// assert_eq!(v.effect.as_deref(), Some("delete"));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::schema_decisions`].
+    pub fn check_call_schema(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        schema: &Value,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, SchemaError> {
+        let decisions = self.schema_decisions(request, intent, std::slice::from_ref(schema))?;
+        let name =
+            schema_name(schema).map_err(|message| SchemaError::Schema { index: 0, message })?;
+        let t = self.tables();
+        let effect = decisions
+            .first()
+            .filter(|d| d.tightened)
+            .and_then(|d| d.annotation_effect)
+            .and_then(|e| t.effects.iter().position(|x| &**x == e))
+            .and_then(|i| u8::try_from(i).ok());
+        Ok(self.check_call_as(request, intent, turn, name, args, pending, effect)?)
     }
 
     /// The schemas the model may see (decision `allow` or `confirm`), unchanged in shape and

@@ -7,6 +7,7 @@ mod classify_eval;
 mod commands;
 mod ecosystem;
 mod guard;
+mod proxy;
 
 use std::path::PathBuf;
 
@@ -181,6 +182,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run an MCP server (stdio transport) behind the policy: hide the tools it may not offer,
+    /// refuse the calls it may not run, hold the ones that need confirmation. Exits with the
+    /// server's exit code. See docs/mcp-proxy.md.
+    #[command(name = "mcp-proxy")]
+    McpProxy {
+        #[command(flatten)]
+        req: RequestArgs,
+        /// Judge tools as `mcp__<NAME>__<tool>` (connector allowlists and `match` patterns see
+        /// that name).
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// Append one JSON line per decision to FILE (flushed per line).
+        #[arg(long, value_name = "FILE")]
+        audit: Option<std::path::PathBuf>,
+        /// Log decisions but hide nothing and forward every call.
+        #[arg(long)]
+        advisory: bool,
+        /// The server command and its arguments, after `--`.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
 }
 
 /// `toolwarden import ...`
@@ -313,6 +335,21 @@ pub fn run() -> i32 {
                 legacy,
             },
             json,
+        ),
+        Command::McpProxy {
+            req,
+            server,
+            audit,
+            advisory,
+            command,
+        } => proxy::run(
+            &req,
+            &proxy::ProxyArgs {
+                server,
+                audit,
+                advisory,
+                command,
+            },
         ),
         Command::Import(ImportCommand::Yaml { file, legacy }) => {
             guard::import_yaml(&file, legacy.as_deref())
