@@ -531,9 +531,11 @@ impl Checker {
             .at(n.span, "not declared in `effects`");
         d = match suggest(&n.text, self.model.effects.iter().map(|s| s.name.as_str())) {
             Some(s) => d.help(format!("did you mean `{s}`?")),
-            None if self.model.effects.is_empty() => {
-                d.help(format!("declare it: `effects none, {}`", n.text))
-            }
+            None if self.model.effects.is_empty() => d.help(if n.text == "none" {
+                "declare it: `effects none`".to_string()
+            } else {
+                format!("declare it: `effects none, {}`", n.text)
+            }),
             None => d.help(format!(
                 "declared effects are {}; add `{}` to `effects` to declare it",
                 list_names(&self.model.effects),

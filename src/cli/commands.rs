@@ -11,7 +11,16 @@ type CmdResult = Result<i32, String>;
 
 /// Loads a policy or returns its rendered diagnostics as the error.
 pub(crate) fn load_policy(path: &Path) -> Result<Policy, String> {
-    Policy::from_file(path).map_err(|e| {
+    let yaml = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+    let loaded = if yaml {
+        // Seed 004's tool_policies.yaml, read as `Policy::from_yaml` does.
+        Policy::from_yaml(path, None)
+    } else {
+        Policy::from_file(path)
+    };
+    loaded.map_err(|e| {
         // A file that cannot be read at all: one line, no report.
         if e.diagnostics().iter().all(|d| d.span().is_none()) {
             return e
