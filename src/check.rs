@@ -1276,6 +1276,11 @@ impl Checker {
             .iter()
             .map(|t| t.name.name.as_str())
             .collect();
+        let mut by_literal: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, p) in self.model.patterns.iter().enumerate() {
+            let literal: String = p.glob.name.chars().filter(|c| *c != '*').collect();
+            by_literal.entry(literal).or_default().push(i);
+        }
         let mut warnings = Vec::new();
         for (i, p) in self.model.patterns.iter().enumerate() {
             if !p.glob.name.contains('*') {
@@ -1306,12 +1311,20 @@ impl Checker {
                 }
                 continue;
             }
-            let shadow = self.model.patterns.iter().enumerate().find(|(j, q)| {
-                let q_first =
-                    q.literal_len > p.literal_len || (q.literal_len == p.literal_len && *j < i);
-                *j != i && q_first && crate::compile::glob_covers(&q.glob.name, &p.glob.name)
-            });
-            if let Some((_, q)) = shadow {
+            // A pattern that covers `p` matches p's shortest name (its literal text), so it has
+            // at most p's literal length; one that takes precedence has at least that length.
+            // So only an earlier pattern with the very same literal text can shadow `p`: compare
+            // within that group only, which keeps the check linear in practice.
+            let literal: String = p.glob.name.chars().filter(|c| *c != '*').collect();
+            let group = by_literal
+                .get(literal.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            let shadow = group
+                .iter()
+                .take_while(|&&j| j < i)
+                .map(|&j| &self.model.patterns[j])
+                .find(|q| crate::compile::glob_covers(&q.glob.name, &p.glob.name));
+            if let Some(q) = shadow {
                 warnings.push(
                     Diagnostic::warning(
                         "shadowed-pattern",

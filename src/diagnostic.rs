@@ -375,12 +375,29 @@ pub(crate) fn sort_diagnostics(diagnostics: &mut [Diagnostic]) {
     });
 }
 
+/// How many diagnostics [`render_all`] draws with their source lines.
+pub const MAX_RENDERED: usize = 50;
+
 /// Renders each diagnostic, separated by blank lines, followed by `N errors, N warnings`.
+///
+/// At most [`MAX_RENDERED`] diagnostics are drawn with their source; the rest are listed one
+/// line each, so a file with thousands of errors still reports in linear time.
 pub fn render_all(diagnostics: &[Diagnostic], sources: &Sources) -> String {
     let mut out = String::new();
-    for d in diagnostics {
+    for d in diagnostics.iter().take(MAX_RENDERED) {
         out.push_str(&d.render(sources));
         if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if diagnostics.len() > MAX_RENDERED {
+        out.push_str(&format!(
+            "{} more, one line each:\n",
+            diagnostics.len() - MAX_RENDERED
+        ));
+        for d in &diagnostics[MAX_RENDERED..] {
+            out.push_str(&d.one_line(sources));
             out.push('\n');
         }
         out.push('\n');

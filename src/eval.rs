@@ -305,7 +305,8 @@ impl Policy {
             mode,
             roles,
             perms,
-            tenant: request.tenant.as_deref(),
+            // An empty tenant is no tenant.
+            tenant: request.tenant.as_deref().filter(|t| !t.is_empty()),
             allowlist,
             forced: &request.forced,
             allow_mask,
@@ -397,11 +398,14 @@ impl Policy {
         }
         // 7. intent
         let forced = b.forced.iter().any(|f| f == name);
-        if b.allow_mask & bit == 0 && !forced {
+        let cell_denies = b.allow_mask & bit == 0;
+        if cell_denies && !forced {
             return deny(Stage::Intent, self.cell_rule(b, row_effect), matched);
         }
-        // Confirmation: cell, mode list, or the tool itself.
-        let confirm_rule = if b.confirm_mask & bit != 0 && b.allow_mask & bit != 0 {
+        // Confirmation: cell, mode list, or the tool itself. A forced tool whose cell denies is
+        // only exempt from hiding, never from asking: its calls need confirmation, so `forced`
+        // can never yield a weaker decision than the query's own intent would.
+        let confirm_rule = if cell_denies || b.confirm_mask & bit != 0 {
             Some(self.cell_rule(b, row_effect))
         } else if mode.confirm & bit != 0 {
             Some(mode.rule_confirm)
@@ -639,12 +643,20 @@ impl Policy {
         }
         // 10. confirmation
         let mut exec_args = obj.clone();
-        let mut confirmed = false;
+        // Confirmed only when some confirmation field is the JSON literal `true` and none says
+        // anything else: `{"confirmed": false, "confirmation": true}` is not a confirmation.
+        let mut any_true = false;
+        let mut any_other = false;
         for field in &t.confirm_fields {
             if let Some(v) = exec_args.remove(&**field) {
-                confirmed |= v == Value::Bool(true);
+                if v == Value::Bool(true) {
+                    any_true = true;
+                } else {
+                    any_other = true;
+                }
             }
         }
+        let confirmed = any_true && !any_other;
         verdict.confirmation_received = confirmed;
         if d.decision == Decision::Confirm {
             let digest = self.call_digest(tool, &exec_args);
@@ -724,7 +736,7 @@ impl Policy {
                     return Ok(deny(verdict, Stage::TurnLimit, t.rule_limit, reason));
                 }
             }
-            turn.transactional_calls += 1;
+            turn.transactional_calls = turn.transactional_calls.saturating_add(1);
         }
         verdict.decision = Decision::Allow;
         verdict.stage = None;
@@ -819,6 +831,9 @@ impl Policy {
                 match kind {
                     Some(crate::compile::RuleKind::ConfirmAlways) => format!("`{tool}` says `confirm always`"),
                     Some(crate::compile::RuleKind::ModeConfirm) => format!("mode `{mode_name}` confirms effect `{effect}`"),
+                    _ if request.forced.iter().any(|f| f == tool) => format!(
+                        "`{tool}` is forced past the intent stage, so its calls need confirmation"
+                    ),
                     _ => format!("the matrix cell for effect `{effect}` is `confirm`"),
                 }
             }

@@ -30,3 +30,36 @@ pub const MAX_ARGS_DEPTH: usize = 64;
 
 /// Longest argument text [`crate::parse_args`] accepts, in bytes (1 MiB).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
+
+/// Most distinct files one policy may include, all levels together.
+pub const MAX_INCLUDED_FILES: usize = 256;
+
+/// Reads a regular file of at most `max` bytes.
+///
+/// Refuses anything that is not a regular file (a directory, a FIFO, `/dev/zero`) and stops
+/// reading after `max + 1` bytes, so hostile paths cannot hang the reader or exhaust memory.
+///
+/// # Errors
+///
+/// The I/O error of opening or reading; `InvalidInput` for a file that is not regular or is
+/// larger than `max` bytes.
+pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::with_capacity((meta.len() as usize).min(max) + 1);
+    file.take(max as u64 + 1).read_to_end(&mut bytes)?;
+    if bytes.len() > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than the limit of {max} bytes"),
+        ));
+    }
+    Ok(bytes)
+}

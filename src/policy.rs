@@ -39,7 +39,7 @@ impl Policy {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
         let path = path.as_ref();
         let name = path.display().to_string();
-        let text = match std::fs::read(path) {
+        let text = match crate::limits::read_file(path, crate::limits::MAX_POLICY_BYTES) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(t) => t,
                 Err(e) => {

@@ -74,6 +74,17 @@ pub fn schema_name(schema: &Value) -> Result<&str, String> {
     };
     if obj.get("type").and_then(Value::as_str) == Some("function") {
         if let Some(f) = obj.get("function") {
+            // A schema that names two different tools is refused: a host reading `name` and a
+            // policy reading `function.name` must never judge different tools.
+            if let (Some(Value::String(outer)), Some(Value::String(inner))) =
+                (obj.get("name"), f.get("name"))
+            {
+                if outer != inner {
+                    return Err(format!(
+                        "the schema names two tools: name `{outer}` and function.name `{inner}`"
+                    ));
+                }
+            }
             return match f.get("name") {
                 Some(Value::String(s)) if !s.is_empty() => Ok(s),
                 Some(Value::String(_)) => Err("function.name is empty".to_string()),

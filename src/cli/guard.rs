@@ -44,7 +44,8 @@ fn load_any(path: &Path, legacy: Option<&Path>) -> Result<Policy, String> {
 
 /// Reads a small state file: `Ok(None)` when it does not exist.
 fn read_state(path: &Path, what: &str) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
+    // Reads a regular file only, and at most one byte past the 4 MiB cap.
+    match toolwarden::limits::read_file(path, 4 * 1024 * 1024 + 1) {
         Ok(bytes) if bytes.len() > 4 * 1024 * 1024 => Err(format!(
             "{what} file `{}` is {} bytes, too large to be one; delete it",
             path.display(),

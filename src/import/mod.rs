@@ -95,7 +95,8 @@ fn policy_name(path: &Path) -> String {
 /// cannot be read, is not UTF-8 or is over [`limits::MAX_POLICY_BYTES`].
 pub(crate) fn read_yaml(path: &Path) -> Result<Option<String>, Box<Diagnostic>> {
     let shown = path.display();
-    match std::fs::read(path) {
+    // Read at most one byte over the limit, and only from a regular file.
+    match limits::read_file(path, limits::MAX_POLICY_BYTES + 1) {
         Ok(bytes) if bytes.len() > limits::MAX_POLICY_BYTES => Err(Box::new(
             Diagnostic::error(
                 "too-large",

@@ -45,8 +45,10 @@ pub(crate) fn load(
     let mut files = Vec::new();
     let mut diagnostics = Vec::new();
     let mut stack = Vec::new();
+    let mut loaded = std::collections::HashSet::new();
     if let Origin::Path(p) = &origin {
         stack.push(canonical(p));
+        loaded.insert(canonical(p));
     }
     load_one(
         name,
@@ -54,6 +56,7 @@ pub(crate) fn load(
         &origin,
         sources,
         &mut stack,
+        &mut loaded,
         &mut files,
         &mut diagnostics,
     );
@@ -70,6 +73,7 @@ fn load_one(
     origin: &Origin,
     sources: &mut Sources,
     stack: &mut Vec<PathBuf>,
+    loaded: &mut std::collections::HashSet<PathBuf>,
     files: &mut Vec<PolicyFile>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
@@ -151,6 +155,25 @@ fn load_one(
             );
             continue;
         }
+        // A file reached by two include paths (a diamond) is loaded once: its declarations are
+        // already in the policy, and loading it again would only grow the work exponentially.
+        if loaded.contains(&key) {
+            continue;
+        }
+        if loaded.len() >= limits::MAX_INCLUDED_FILES {
+            diagnostics.push(
+                Diagnostic::error(
+                    "include-count",
+                    format!(
+                        "more than {} files are included",
+                        limits::MAX_INCLUDED_FILES
+                    ),
+                )
+                .at(span, "")
+                .help("merge included files"),
+            );
+            continue;
+        }
         if stack.len() >= limits::MAX_INCLUDE_DEPTH {
             diagnostics.push(
                 Diagnostic::error(
@@ -165,7 +188,7 @@ fn load_one(
             );
             continue;
         }
-        let included = match std::fs::read(&path) {
+        let included = match limits::read_file(&path, limits::MAX_POLICY_BYTES) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(s) => s,
                 Err(e) => {
@@ -206,6 +229,7 @@ fn load_one(
                 continue;
             }
         };
+        loaded.insert(key.clone());
         stack.push(key);
         let child_name = path.display().to_string();
         load_one(
@@ -214,6 +238,7 @@ fn load_one(
             &Origin::Path(path),
             sources,
             stack,
+            loaded,
             files,
             diagnostics,
         );
