@@ -521,7 +521,7 @@ impl Policy {
         let d = self.decide(&bound, tool);
         let (_, row) = self.resolve_tool(tool);
         let effect = row.map(|r| t.effects[r.effect as usize].to_string());
-        let read_only = row.map(|r| r.effect == t.read_only_effect);
+        let read_only = row.map(|r| Some(r.effect) == t.read_only_effect);
         let mut verdict = Verdict {
             decision: d.decision,
             tool: tool.to_string(),
@@ -661,7 +661,7 @@ impl Policy {
             }
         }
         // 11. turn limit
-        let transactional = row.effect != t.read_only_effect;
+        let transactional = Some(row.effect) != t.read_only_effect;
         if transactional {
             if let Some(limit) = t.limit {
                 if turn.transactional_calls >= limit {
