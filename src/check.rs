@@ -175,6 +175,8 @@ struct Checker {
     perm_ix: HashMap<String, usize>,
     /// Declared tools by name.
     tool_ix: HashMap<String, usize>,
+    /// Pattern text -> index in `model.patterns`, for the duplicate check.
+    pattern_ix: HashMap<String, usize>,
     /// Permissions with a `permission` statement of their own, and where.
     perm_statements: HashMap<String, Span>,
     /// First span of each single-use declaration keyword.
@@ -773,13 +775,8 @@ impl Checker {
                     );
                     return;
                 }
-                if let Some(first) = self
-                    .model
-                    .patterns
-                    .iter()
-                    .find(|p| p.glob.name == m.pattern.text)
-                {
-                    let first_span = first.glob.span;
+                if let Some(&first) = self.pattern_ix.get(&m.pattern.text) {
+                    let first_span = self.model.patterns[first].glob.span;
                     self.duplicate("pattern", &m.pattern, first_span);
                     return;
                 }
@@ -795,6 +792,8 @@ impl Checker {
                     return;
                 }
                 let attrs = self.resolve_attrs(&m.attrs);
+                self.pattern_ix
+                    .insert(m.pattern.text.clone(), self.model.patterns.len());
                 self.model.patterns.push(PatternModel {
                     glob: sym(&m.pattern),
                     span: m.span,
@@ -1227,6 +1226,20 @@ impl Checker {
             .map(|t| t.name.name.as_str())
             .collect();
         let mut warnings = Vec::new();
+        let mut by_lead: std::collections::HashMap<&str, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (j, q) in self.model.patterns.iter().enumerate() {
+            if q.glob.name.contains('*') {
+                by_lead
+                    .entry(leading_literal(&q.glob.name))
+                    .or_default()
+                    .push(j);
+            }
+        }
+        // Patterns sharing a leading literal (e.g. all starting with `*`) are still compared
+        // pairwise; the budget bounds that work, and the checker says when it ran out.
+        let mut budget = MAX_SHADOW_COMPARISONS;
+        let mut budget_spent = false;
         for (i, p) in self.model.patterns.iter().enumerate() {
             if !p.glob.name.contains('*') {
                 if tool_names.contains(p.glob.name.as_str()) {
@@ -1256,11 +1269,34 @@ impl Checker {
                 }
                 continue;
             }
-            let shadow = self.model.patterns.iter().enumerate().find(|(j, q)| {
-                let q_first =
-                    q.literal_len > p.literal_len || (q.literal_len == p.literal_len && *j < i);
-                *j != i && q_first && crate::compile::glob_covers(&q.glob.name, &p.glob.name)
-            });
+            // Only a pattern whose leading literal (the text before its first `*`) is a prefix
+            // of this one's can cover it, so look those up instead of scanning every pattern:
+            // 10,000 patterns with distinct prefixes then cost 10,000 × (prefix length)
+            // lookups, not 10^8 comparisons.
+            let lead = leading_literal(&p.glob.name);
+            let mut shadow: Option<usize> = None;
+            for (k, _) in lead
+                .char_indices()
+                .chain(std::iter::once((lead.len(), ' ')))
+            {
+                for &j in by_lead.get(&lead[..k]).map_or(&[][..], Vec::as_slice) {
+                    let q = &self.model.patterns[j];
+                    let q_first =
+                        q.literal_len > p.literal_len || (q.literal_len == p.literal_len && j < i);
+                    if j == i || !q_first || shadow.is_some_and(|s| s < j) {
+                        continue;
+                    }
+                    if budget == 0 {
+                        budget_spent = true;
+                        continue;
+                    }
+                    budget -= 1;
+                    if crate::compile::glob_covers(&q.glob.name, &p.glob.name) {
+                        shadow = Some(j);
+                    }
+                }
+            }
+            let shadow = shadow.map(|j| (j, &self.model.patterns[j]));
             if let Some((_, q)) = shadow {
                 warnings.push(
                     Diagnostic::warning(
@@ -1274,6 +1310,17 @@ impl Checker {
                     )),
                 );
             }
+        }
+        if budget_spent {
+            warnings.push(
+                Diagnostic::warning(
+                    "shadow-check-incomplete",
+                    format!(
+                        "stopped looking for shadowed patterns after {MAX_SHADOW_COMPARISONS} comparisons"
+                    ),
+                )
+                .help("many patterns share the same leading text; some that can never match may not be reported"),
+            );
         }
         self.diagnostics.extend(warnings);
     }
@@ -1366,4 +1413,14 @@ fn find_cycles(n: usize, edges: &[(usize, usize, Span)]) -> Vec<Vec<usize>> {
         out.push(path);
     }
     out
+}
+
+/// Most pattern-against-pattern comparisons the shadowing check makes before it gives up (with
+/// a `shadow-check-incomplete` warning), so a policy of many similar patterns checks in bounded
+/// time.
+const MAX_SHADOW_COMPARISONS: usize = 250_000;
+
+/// The text of a pattern before its first `*`.
+fn leading_literal(glob: &str) -> &str {
+    glob.split('*').next().unwrap_or("")
 }
