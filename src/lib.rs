@@ -54,6 +54,7 @@ mod eval;
 pub mod limits;
 mod policy;
 pub mod syntax;
+pub mod watch;
 
 pub use check::Cell;
 pub use classify::{normalize, Hit, Intent};

@@ -3,6 +3,7 @@
 //! (`check` with errors), 2 a usage or input error (one clear line on stderr).
 
 mod commands;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -53,6 +54,10 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Keep running: watch the policy and its includes, and print the offer again after
+        /// every reload (a broken edit is reported and the last good policy kept).
+        #[arg(long)]
+        watch: bool,
     },
     /// Judge one tool call (the execution guard).
     Guard {
@@ -125,6 +130,14 @@ pub fn run() -> i32 {
             tools,
             tools_file,
             json,
+            watch: true,
+        } => watch::offer(&req, tools, tools_file.as_deref(), json),
+        Command::Offer {
+            req,
+            tools,
+            tools_file,
+            json,
+            watch: false,
         } => commands::offer(&req, tools, tools_file.as_deref(), json),
         Command::Guard {
             req,
