@@ -45,6 +45,7 @@
 
 #![warn(missing_docs)]
 
+pub mod audit;
 mod check;
 pub mod classify;
 mod compile;
