@@ -115,8 +115,6 @@ pub(crate) struct PatternModel {
     pub glob: Sym,
     pub span: Span,
     pub attrs: AttrModel,
-    /// Number of literal (non-`*`) characters: the precedence key.
-    pub literal_len: usize,
 }
 
 /// A checked policy: every name resolved to an index, every rule with its span.
@@ -180,6 +178,8 @@ struct Checker {
     perm_ix: HashMap<String, usize>,
     /// Declared tools by name.
     tool_ix: HashMap<String, usize>,
+    /// Pattern text -> index in `model.patterns`, for the duplicate check.
+    pattern_ix: HashMap<String, usize>,
     /// Permissions with a `permission` statement of their own, and where.
     perm_statements: HashMap<String, Span>,
     /// First span of each single-use declaration keyword.
@@ -801,13 +801,8 @@ impl Checker {
                     );
                     return;
                 }
-                if let Some(first) = self
-                    .model
-                    .patterns
-                    .iter()
-                    .find(|p| p.glob.name == m.pattern.text)
-                {
-                    let first_span = first.glob.span;
+                if let Some(&first) = self.pattern_ix.get(&m.pattern.text) {
+                    let first_span = self.model.patterns[first].glob.span;
                     self.duplicate("pattern", &m.pattern, first_span);
                     return;
                 }
@@ -823,11 +818,12 @@ impl Checker {
                     return;
                 }
                 let attrs = self.resolve_attrs(&m.attrs);
+                self.pattern_ix
+                    .insert(m.pattern.text.clone(), self.model.patterns.len());
                 self.model.patterns.push(PatternModel {
                     glob: sym(&m.pattern),
                     span: m.span,
                     attrs,
-                    literal_len: m.pattern.text.chars().filter(|c| *c != '*').count(),
                 });
             }
             _ => {}
@@ -1282,6 +1278,10 @@ impl Checker {
             by_literal.entry(literal).or_default().push(i);
         }
         let mut warnings = Vec::new();
+        // Patterns with the same literal text are still compared pairwise; the budget bounds
+        // that work, and the checker says when it ran out.
+        let mut budget = MAX_SHADOW_COMPARISONS;
+        let mut budget_spent = false;
         for (i, p) in self.model.patterns.iter().enumerate() {
             if !p.glob.name.contains('*') {
                 if tool_names.contains(p.glob.name.as_str()) {
@@ -1319,11 +1319,19 @@ impl Checker {
             let group = by_literal
                 .get(literal.as_str())
                 .map_or(&[][..], Vec::as_slice);
-            let shadow = group
-                .iter()
-                .take_while(|&&j| j < i)
-                .map(|&j| &self.model.patterns[j])
-                .find(|q| crate::compile::glob_covers(&q.glob.name, &p.glob.name));
+            let mut shadow = None;
+            for &j in group.iter().take_while(|&&j| j < i) {
+                if budget == 0 {
+                    budget_spent = true;
+                    break;
+                }
+                budget -= 1;
+                let q = &self.model.patterns[j];
+                if crate::compile::glob_covers(&q.glob.name, &p.glob.name) {
+                    shadow = Some(q);
+                    break;
+                }
+            }
             if let Some(q) = shadow {
                 warnings.push(
                     Diagnostic::warning(
@@ -1337,6 +1345,17 @@ impl Checker {
                     )),
                 );
             }
+        }
+        if budget_spent {
+            warnings.push(
+                Diagnostic::warning(
+                    "shadow-check-incomplete",
+                    format!(
+                        "stopped looking for shadowed patterns after {MAX_SHADOW_COMPARISONS} comparisons"
+                    ),
+                )
+                .help("many patterns share the same leading text; some that can never match may not be reported"),
+            );
         }
         self.diagnostics.extend(warnings);
     }
@@ -1430,3 +1449,8 @@ fn find_cycles(n: usize, edges: &[(usize, usize, Span)]) -> Vec<Vec<usize>> {
     }
     out
 }
+
+/// Most pattern-against-pattern comparisons the shadowing check makes before it gives up (with
+/// a `shadow-check-incomplete` warning), so a policy of many similar patterns checks in bounded
+/// time.
+const MAX_SHADOW_COMPARISONS: usize = 250_000;

@@ -555,7 +555,7 @@ impl Policy {
         let (_, row) = self.resolve_tool(tool);
         let row_effect = |r: &ToolRow| effect_override.unwrap_or(r.effect);
         let effect = row.map(|r| t.effects[row_effect(r) as usize].to_string());
-        let read_only = row.map(|r| row_effect(r) == t.read_only_effect);
+        let read_only = row.map(|r| Some(row_effect(r)) == t.read_only_effect);
         let mut verdict = Verdict {
             decision: d.decision,
             tool: tool.to_string(),
@@ -724,7 +724,7 @@ impl Policy {
             }
         }
         // 11. turn limit
-        let transactional = row_effect(row) != t.read_only_effect;
+        let transactional = Some(row_effect(row)) != t.read_only_effect;
         if transactional {
             if let Some(limit) = t.limit {
                 if turn.transactional_calls >= limit {

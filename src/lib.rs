@@ -47,6 +47,7 @@
 
 pub mod analysis;
 pub mod args;
+pub mod audit;
 mod check;
 pub mod classify;
 pub mod classify_eval;
@@ -60,6 +61,7 @@ pub mod limits;
 mod policy;
 mod schemas;
 pub mod syntax;
+pub mod watch;
 
 pub use args::{parse_args, ArgsError};
 pub use check::Cell;

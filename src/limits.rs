@@ -47,6 +47,9 @@ pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>>
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
     if !meta.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

@@ -288,7 +288,7 @@ fn widening_write_to_delete_shows_every_reachable_destructive_tool() {
                 "delete_invoice".into(),
                 "autonomous".into(),
                 "write".into(),
-                format!("deny intent; forced: allow {cond}"),
+                format!("deny intent; forced: confirm {cond}"),
                 format!("allow {cond}"),
             ),
         ]

@@ -372,9 +372,18 @@ fn a_forced_name_is_exempt_from_the_intent_stage_only() {
         decide(&policy, &forced, read, "create_invoice"),
         (Decision::Deny, Some(Stage::Intent))
     );
-    // Autonomous: forced and no confirmation needed for a delete.
+    // Autonomous confirms no delete by itself, but a tool forced past a denying cell is exempt
+    // from hiding only, never from asking: still a confirmation.
     let forced_auto = admin("autonomous").forced(["delete_invoice"]);
-    assert_eq!(decide(&policy, &forced_auto, read, "delete_invoice"), ALLOW);
+    assert_eq!(
+        decide(&policy, &forced_auto, read, "delete_invoice"),
+        CONFIRM
+    );
+    // With a destructive query the cell allows, and autonomous runs it without asking.
+    assert_eq!(
+        decide(&policy, &forced_auto, "destructive", "delete_invoice"),
+        ALLOW
+    );
     // The mode ceiling still applies (analyzer restricts to `none`).
     let forced_analyzer = admin("analyzer").forced(["delete_invoice", "export_business_data"]);
     assert_eq!(

@@ -458,7 +458,15 @@ impl Policy {
                 Vec::new(),
             );
         } else {
-            let (detail, rule) = if b.confirm_mask & bit != 0 && b.allow_mask & bit != 0 {
+            let (detail, rule) = if b.allow_mask & bit == 0 {
+                // Forced past a denying cell: exempt from hiding, not from asking.
+                (
+                    format!(
+                        "`{tool}` is forced past a denying cell, so its calls need confirmation"
+                    ),
+                    Some(self.cell_rule(&b, row.effect)),
+                )
+            } else if b.confirm_mask & bit != 0 {
                 (
                     format!("the matrix cell for effect `{effect}` is `confirm`"),
                     Some(self.cell_rule(&b, row.effect)),

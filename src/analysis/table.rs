@@ -469,11 +469,8 @@ impl Policy {
                 },
                 mode_or_tool_confirm,
             ));
-            let forced = if mode_or_tool_confirm.is_some() {
-                Decision::Confirm
-            } else {
-                Decision::Allow
-            };
+            // A forced tool whose cell denies is exempt from hiding, never from asking.
+            let forced = Decision::Confirm;
             return (
                 Outcome {
                     decision: Decision::Deny,

@@ -8,6 +8,7 @@ mod commands;
 mod ecosystem;
 mod guard;
 mod proxy;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -74,6 +75,10 @@ enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Keep running: watch the policy and its includes, and print the offer again after
+        /// every reload (a broken edit is reported and the last good policy kept).
+        #[arg(long)]
+        watch: bool,
     },
     /// Judge one tool call (the execution guard). With `--pending` and `--turn` a two-turn
     /// confirmation flow runs from a shell: see docs/guard.md.
@@ -303,6 +308,14 @@ pub fn run() -> i32 {
             json,
             ..
         } => ecosystem::offer_schemas(&req, &schemas, json),
+        Command::Offer {
+            req,
+            tools,
+            tools_file,
+            json,
+            watch: true,
+            ..
+        } => watch::offer(&req, tools, tools_file.as_deref(), json),
         Command::Offer {
             req,
             tools,

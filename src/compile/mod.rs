@@ -166,7 +166,8 @@ pub(crate) struct ModeRow {
 #[derive(Clone, Debug)]
 pub(crate) struct Tables {
     pub effects: Vec<Box<str>>,
-    pub read_only_effect: u8,
+    /// The effect named `none`, when declared: the only read-only (non-transactional) effect.
+    pub read_only_effect: Option<u8>,
     pub intents: Vec<Box<str>>,
     pub tools: Vec<(Box<str>, ToolRow)>,
     pub tool_index: HashMap<Box<str>, u32>,
@@ -459,11 +460,9 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         row_of(&AttrModel::default(), span, RuleKind::Defaults, &mut rules)
     });
 
-    let read_only_effect = model
-        .effects
-        .iter()
-        .position(|e| e.name == "none")
-        .unwrap_or(0);
+    // DESIGN.md: transactional calls are the non-`none` ones; a policy without an effect named
+    // `none` has no read-only effect, so every call counts against `limit transactional`.
+    let read_only_effect = model.effects.iter().position(|e| e.name == "none");
 
     let tables = Tables {
         effects: model
@@ -471,7 +470,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             .iter()
             .map(|s| s.name.as_str().into())
             .collect(),
-        read_only_effect: idx8(read_only_effect),
+        read_only_effect: read_only_effect.map(idx8),
         intents: model
             .intents
             .iter()

@@ -44,23 +44,29 @@ pub(crate) fn load(
 ) -> (Vec<PolicyFile>, Vec<Diagnostic>) {
     let mut files = Vec::new();
     let mut diagnostics = Vec::new();
-    let mut stack = Vec::new();
-    let mut loaded = std::collections::HashSet::new();
+    let mut visited = Visited::default();
     if let Origin::Path(p) = &origin {
-        stack.push(canonical(p));
-        loaded.insert(canonical(p));
+        visited.stack.push(canonical(p));
+        visited.loaded.insert(canonical(p));
     }
     load_one(
         name,
         text,
         &origin,
         sources,
-        &mut stack,
-        &mut loaded,
+        &mut visited,
         &mut files,
         &mut diagnostics,
     );
     (files, diagnostics)
+}
+
+/// The include walk's state: the chain of files being loaded (for cycles) and every file
+/// loaded so far (each is loaded once).
+#[derive(Default)]
+struct Visited {
+    stack: Vec<PathBuf>,
+    loaded: std::collections::HashSet<PathBuf>,
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -72,8 +78,7 @@ fn load_one(
     text: &str,
     origin: &Origin,
     sources: &mut Sources,
-    stack: &mut Vec<PathBuf>,
-    loaded: &mut std::collections::HashSet<PathBuf>,
+    visited: &mut Visited,
     files: &mut Vec<PolicyFile>,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
@@ -142,8 +147,11 @@ fn load_one(
         }
         let path = dir.join(&rel);
         let key = canonical(&path);
-        if let Some(pos) = stack.iter().position(|p| *p == key) {
-            let mut cycle: Vec<String> = stack[pos..].iter().map(|p| display_name(p)).collect();
+        if let Some(pos) = visited.stack.iter().position(|p| *p == key) {
+            let mut cycle: Vec<String> = visited.stack[pos..]
+                .iter()
+                .map(|p| display_name(p))
+                .collect();
             cycle.push(display_name(&key));
             diagnostics.push(
                 Diagnostic::error(
@@ -157,10 +165,10 @@ fn load_one(
         }
         // A file reached by two include paths (a diamond) is loaded once: its declarations are
         // already in the policy, and loading it again would only grow the work exponentially.
-        if loaded.contains(&key) {
+        if visited.loaded.contains(&key) {
             continue;
         }
-        if loaded.len() >= limits::MAX_INCLUDED_FILES {
+        if visited.loaded.len() >= limits::MAX_INCLUDED_FILES {
             diagnostics.push(
                 Diagnostic::error(
                     "include-count",
@@ -174,7 +182,7 @@ fn load_one(
             );
             continue;
         }
-        if stack.len() >= limits::MAX_INCLUDE_DEPTH {
+        if visited.stack.len() >= limits::MAX_INCLUDE_DEPTH {
             diagnostics.push(
                 Diagnostic::error(
                     "include-depth",
@@ -229,20 +237,19 @@ fn load_one(
                 continue;
             }
         };
-        loaded.insert(key.clone());
-        stack.push(key);
+        visited.loaded.insert(key.clone());
+        visited.stack.push(key);
         let child_name = path.display().to_string();
         load_one(
             &child_name,
             &included,
             &Origin::Path(path),
             sources,
-            stack,
-            loaded,
+            visited,
             files,
             diagnostics,
         );
-        stack.pop();
+        visited.stack.pop();
     }
 }
 

@@ -1,0 +1,324 @@
+//! The decision log and advisory enforcement.
+//!
+//! An [`Auditor`] wraps [`Policy::offer`] and [`Policy::check_call`]: it makes the same
+//! decision, writes one JSON line per tool decided to a writer the embedder owns, and, in
+//! [`Enforcement::Advisory`], lets through what the policy would block while recording what
+//! would have happened. Each record is one line:
+//!
+//! ```json
+//! {"time":"2026-11-29T20:00:00Z","policy":"finance-assistant","generation":1,
+//!  "request":"<hex sha-256>","op":"offer","tool":"delete_invoice","decision":"deny",
+//!  "stage":"intent","source":"finance.warden:28:33","enforcement":"enforce"}
+//! ```
+//!
+//! In advisory mode `decision` is what the caller got (`allow`) and two more fields say what
+//! enforcement would have done: `"enforcement":"advisory"`, `"would_be":"deny"` (present on
+//! every record, equal to `decision` when nothing was overridden) and `"overridden":true|false`.
+//!
+//! `request` is the SHA-256 of the request and intent as canonical JSON, so equal requests
+//! share a digest and the log holds no names or tenants. `time` comes from a [`Clock`]
+//! (UTC, RFC 3339, second precision); tests inject a fixed one.
+//!
+//! ```
+//! use toolwarden::audit::{Auditor, Enforcement, FixedClock};
+//! use toolwarden::{Policy, Request};
+//! let policy = Policy::parse("policy \"p\"\neffects none, write\nmode m { restrict none }\n\
+//!     tool t { effect write }\n", "p.warden").unwrap();
+//! let mut log = Vec::new();
+//! let mut auditor = Auditor::new(&mut log, Enforcement::Advisory)
+//!     .with_clock(FixedClock("2026-01-01T00:00:00Z".into()));
+//! let offer = auditor.offer(&policy, 1, &Request::new("m"), &policy.classify(""), ["t"]).unwrap();
+//! assert_eq!(offer.visible().collect::<Vec<_>>(), ["t"]);   // advisory: let through
+//! drop(auditor);
+//! let line = String::from_utf8(log).unwrap();
+//! assert!(line.contains(r#""decision":"allow""#) && line.contains(r#""would_be":"deny""#));
+//! ```
+
+use std::io::Write;
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::classify::Intent;
+use crate::decision::{Decision, Offer, PendingCall, Turn, Verdict};
+use crate::eval::{Request, RequestError};
+use crate::policy::Policy;
+
+/// Whether decisions are enforced or only logged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enforcement {
+    /// Decisions are returned as the policy makes them.
+    Enforce,
+    /// Every tool is offered and every call allowed; the log records what enforcement would
+    /// have done. For trying a policy on live traffic before turning it on.
+    Advisory,
+}
+
+impl Enforcement {
+    /// `"enforce"` or `"advisory"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Enforcement::Enforce => "enforce",
+            Enforcement::Advisory => "advisory",
+        }
+    }
+}
+
+/// A source of the `time` field: UTC, RFC 3339 (`2026-11-29T20:00:00Z`).
+pub trait Clock {
+    /// The current time as RFC 3339 UTC text.
+    fn now(&self) -> String;
+}
+
+/// The system clock, at second precision.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> String {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        rfc3339(secs)
+    }
+}
+
+/// A clock that always says the same time (for tests and replays).
+#[derive(Clone, Debug)]
+pub struct FixedClock(pub String);
+
+impl Clock for FixedClock {
+    fn now(&self) -> String {
+        self.0.clone()
+    }
+}
+
+/// Formats seconds since the Unix epoch as RFC 3339 UTC (`1970-01-01T00:00:00Z`).
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// Hex SHA-256 of the request and the intents that count, as canonical JSON.
+pub fn request_digest(request: &Request, intent: &Intent) -> String {
+    let canonical = json!({ "request": request, "intents": intent.intents });
+    let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Why a decision could not be made or logged.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The request does not fit the policy (nothing was logged).
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    /// Writing the log failed; the decision was not returned, since an unlogged decision is
+    /// what an audit log exists to prevent.
+    #[error("cannot write the decision log: {0}")]
+    Write(#[from] std::io::Error),
+}
+
+/// Decides through a policy and logs every decision as a JSON line. See the
+/// [module docs](self).
+pub struct Auditor<W: Write> {
+    writer: W,
+    enforcement: Enforcement,
+    clock: Box<dyn Clock + Send + Sync>,
+}
+
+impl<W: Write> std::fmt::Debug for Auditor<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auditor")
+            .field("enforcement", &self.enforcement)
+            .finish()
+    }
+}
+
+impl<W: Write> Auditor<W> {
+    /// An auditor writing to `writer` (a file, a socket, a `Vec<u8>`; the embedder owns it)
+    /// with the system clock.
+    pub fn new(writer: W, enforcement: Enforcement) -> Auditor<W> {
+        Auditor {
+            writer,
+            enforcement,
+            clock: Box::new(SystemClock),
+        }
+    }
+
+    /// Replaces the clock (e.g. a [`FixedClock`] in tests).
+    pub fn with_clock(mut self, clock: impl Clock + Send + Sync + 'static) -> Auditor<W> {
+        self.clock = Box::new(clock);
+        self
+    }
+
+    /// The enforcement mode.
+    pub fn enforcement(&self) -> Enforcement {
+        self.enforcement
+    }
+
+    /// Gives the writer back.
+    pub fn into_writer(self) -> W {
+        self.writer
+    }
+
+    /// [`Policy::offer`], logged: one record per tool (`"op":"offer"`). `generation` labels the
+    /// policy version served (e.g. [`crate::watch::Snapshot::generation`]; use 1 for a policy
+    /// loaded once). In advisory mode every denied tool is offered (`allow`) and its record
+    /// says `"would_be":"deny"`.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Request`] as for [`Policy::offer`]; [`AuditError::Write`] when the log
+    /// cannot be written.
+    pub fn offer<'t, I>(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        request: &Request,
+        intent: &Intent,
+        tools: I,
+    ) -> Result<Offer<'t>, AuditError>
+    where
+        I: IntoIterator<Item = &'t str>,
+    {
+        let mut offer = policy.offer(request, intent, tools)?;
+        let digest = request_digest(request, intent);
+        let time = self.clock.now();
+        let mut out = Vec::new();
+        for (name, d) in &mut offer.entries {
+            let would_be = d.decision;
+            if self.enforcement == Enforcement::Advisory && d.decision == Decision::Deny {
+                d.decision = Decision::Allow;
+            }
+            let record = self.record(
+                &time,
+                policy,
+                generation,
+                &digest,
+                "offer",
+                name,
+                (d.decision, would_be),
+                d.stage.map(|s| s.as_str()),
+                policy.rule_source(d.rule).map(|l| l.to_string()),
+            );
+            out.push(record);
+        }
+        self.write(&out)?;
+        Ok(offer)
+    }
+
+    /// [`Policy::check_call_with`], logged as one record (`"op":"call"`). In advisory mode a
+    /// denied or unconfirmed call is allowed (its arguments handed back, confirmation fields
+    /// removed, and the turn counted) and the record says what enforcement would have done.
+    ///
+    /// # Errors
+    ///
+    /// As for [`Auditor::offer`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_call(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, AuditError> {
+        let mut verdict = policy.check_call_with(request, intent, turn, tool, args, pending)?;
+        let would_be = verdict.decision;
+        let stage = verdict.stage.map(|s| s.as_str());
+        let source = verdict.source.clone();
+        if self.enforcement == Enforcement::Advisory && verdict.decision != Decision::Allow {
+            verdict.decision = Decision::Allow;
+            verdict.reason = format!("advisory: would be {would_be}: {}", verdict.reason);
+            let mut exec = args.as_object().cloned().unwrap_or_default();
+            for field in &verdict.confirm_fields {
+                exec.remove(field);
+            }
+            verdict.args_for_execution = Some(exec);
+            verdict.pending = None;
+            if verdict.operation_type != Some("read_only") {
+                turn.transactional_calls = turn.transactional_calls.saturating_add(1);
+            }
+        }
+        let digest = request_digest(request, intent);
+        let time = self.clock.now();
+        let record = self.record(
+            &time,
+            policy,
+            generation,
+            &digest,
+            "call",
+            tool,
+            (verdict.decision, would_be),
+            stage,
+            source,
+        );
+        self.write(&[record])?;
+        Ok(verdict)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        time: &str,
+        policy: &Policy,
+        generation: u64,
+        digest: &str,
+        op: &str,
+        tool: &str,
+        (decision, would_be): (Decision, Decision),
+        stage: Option<&str>,
+        source: Option<String>,
+    ) -> Value {
+        let mut r = json!({
+            "time": time,
+            "policy": policy.name(),
+            "generation": generation,
+            "request": digest,
+            "op": op,
+            "tool": tool,
+            "decision": decision,
+            "stage": stage,
+            "source": source,
+            "enforcement": self.enforcement.as_str(),
+        });
+        if self.enforcement == Enforcement::Advisory {
+            r["would_be"] = json!(would_be);
+            r["overridden"] = json!(decision != would_be);
+        }
+        r
+    }
+
+    fn write(&mut self, records: &[Value]) -> Result<(), std::io::Error> {
+        let mut buf = Vec::new();
+        for r in records {
+            serde_json::to_writer(&mut buf, r)?;
+            buf.push(b'\n');
+        }
+        self.writer.write_all(&buf)?;
+        self.writer.flush()
+    }
+}

@@ -1,0 +1,232 @@
+//! The decision log: exact JSON lines under a fixed clock, in enforce and advisory mode.
+
+use serde_json::{json, Value};
+use toolwarden::audit::{request_digest, rfc3339, AuditError, Auditor, Enforcement, FixedClock};
+use toolwarden::{Decision, Policy, Request, Stage, Turn};
+
+const POLICY: &str = r#"policy "audit-demo" version 2
+effects none, write
+mode m { restrict none }
+confirm fields "confirmed"
+tool list_notes  { effect none }
+tool write_note  { effect write }
+tool ask_first   { effect none  confirm always }
+"#;
+
+const TIME: &str = "2026-11-29T20:00:00Z";
+
+fn policy() -> Policy {
+    Policy::parse(POLICY, "audit.warden").expect("loads")
+}
+
+fn lines(log: Vec<u8>) -> Vec<Value> {
+    String::from_utf8(log)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect()
+}
+
+#[test]
+fn enforce_mode_logs_each_offer_decision_exactly() {
+    let p = policy();
+    let request = Request::new("m");
+    let intent = p.classify("");
+    let digest = request_digest(&request, &intent);
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Enforce).with_clock(FixedClock(TIME.into()));
+    let offer = auditor
+        .offer(
+            &p,
+            7,
+            &request,
+            &intent,
+            ["list_notes", "write_note", "nope"],
+        )
+        .expect("offer");
+    assert_eq!(offer.visible().collect::<Vec<_>>(), ["list_notes"]);
+    drop(auditor);
+    let base = |tool: &str, decision: &str, stage: Value, source: Value| {
+        json!({
+            "time": TIME, "policy": "audit-demo", "generation": 7, "request": digest,
+            "op": "offer", "tool": tool, "decision": decision, "stage": stage,
+            "source": source, "enforcement": "enforce",
+        })
+    };
+    assert_eq!(
+        lines(log),
+        [
+            base(
+                "list_notes",
+                "allow",
+                Value::Null,
+                json!("audit.warden:5:1")
+            ),
+            base(
+                "write_note",
+                "deny",
+                json!("mode"),
+                json!("audit.warden:3:10")
+            ),
+            base("nope", "deny", json!("identity"), Value::Null),
+        ]
+    );
+}
+
+#[test]
+fn advisory_mode_allows_and_marks_every_record() {
+    let p = policy();
+    let request = Request::new("m");
+    let intent = p.classify("");
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Advisory).with_clock(FixedClock(TIME.into()));
+    let offer = auditor
+        .offer(&p, 1, &request, &intent, ["list_notes", "write_note"])
+        .expect("offer");
+    assert_eq!(
+        offer.visible().collect::<Vec<_>>(),
+        ["list_notes", "write_note"]
+    );
+    let mut turn = Turn::new();
+    let v = auditor
+        .check_call(
+            &p,
+            1,
+            &request,
+            &intent,
+            &mut turn,
+            "write_note",
+            &json!({"text": "hi"}),
+            None,
+        )
+        .expect("verdict");
+    assert_eq!(v.decision, Decision::Allow);
+    assert_eq!(v.stage, Some(Stage::Mode));
+    assert!(
+        v.reason.starts_with("advisory: would be deny: "),
+        "{}",
+        v.reason
+    );
+    assert_eq!(
+        v.args_for_execution,
+        json!({"text": "hi"}).as_object().cloned()
+    );
+    assert_eq!(turn.transactional_calls, 1);
+    drop(auditor);
+    let records = lines(log);
+    assert_eq!(records.len(), 3);
+    for r in &records {
+        assert_eq!(r["enforcement"], "advisory");
+        assert_eq!(r["decision"], "allow");
+    }
+    let marks: Vec<(&str, &str, bool)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap_or(""),
+                r["would_be"].as_str().unwrap_or(""),
+                r["overridden"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(
+        marks,
+        [
+            ("list_notes", "allow", false),
+            ("write_note", "deny", true),
+            ("write_note", "deny", true),
+        ]
+    );
+    assert_eq!(records[2]["op"], "call");
+    assert_eq!(records[2]["stage"], "mode");
+}
+
+#[test]
+fn enforce_mode_logs_a_pending_confirmation() {
+    let p = policy();
+    let request = Request::new("m");
+    let intent = p.classify("");
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Enforce).with_clock(FixedClock(TIME.into()));
+    let mut turn = Turn::new();
+    let v = auditor
+        .check_call(
+            &p,
+            3,
+            &request,
+            &intent,
+            &mut turn,
+            "ask_first",
+            &json!({}),
+            None,
+        )
+        .expect("verdict");
+    assert_eq!(v.decision, Decision::Confirm);
+    assert!(v.pending.is_some());
+    drop(auditor);
+    let r = &lines(log)[0];
+    assert_eq!(
+        (
+            &r["op"],
+            &r["tool"],
+            &r["decision"],
+            &r["stage"],
+            &r["source"]
+        ),
+        (
+            &json!("call"),
+            &json!("ask_first"),
+            &json!("confirm"),
+            &json!("confirmation"),
+            &json!("audit.warden:7:33")
+        )
+    );
+    assert!(r.get("would_be").is_none());
+}
+
+#[test]
+fn a_request_error_logs_nothing_and_a_failing_writer_is_an_error() {
+    let p = policy();
+    let intent = p.classify("");
+    let mut log = Vec::new();
+    let mut auditor = Auditor::new(&mut log, Enforcement::Enforce);
+    let err = auditor
+        .offer(&p, 1, &Request::new("ghost"), &intent, ["list_notes"])
+        .unwrap_err();
+    assert!(matches!(err, AuditError::Request(_)));
+    drop(auditor);
+    assert!(log.is_empty());
+
+    struct Broken;
+    impl std::io::Write for Broken {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut auditor = Auditor::new(Broken, Enforcement::Enforce);
+    let err = auditor
+        .offer(&p, 1, &Request::new("m"), &intent, ["list_notes"])
+        .unwrap_err();
+    assert_eq!(err.to_string(), "cannot write the decision log: disk full");
+}
+
+#[test]
+fn digests_and_times_are_exact() {
+    let p = policy();
+    let intent = p.classify("");
+    let a = request_digest(&Request::new("m").roles(["x"]), &intent);
+    let b = request_digest(&Request::new("m").roles(["x"]), &intent);
+    let c = request_digest(&Request::new("m").roles(["y"]), &intent);
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    assert_eq!(a.len(), 64);
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339(1_795_982_400), "2026-11-29T20:00:00Z");
+}
