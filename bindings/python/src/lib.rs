@@ -149,6 +149,33 @@ fn map_to_py<'py>(py: Python<'py>, map: &Map<String, Value>) -> PyResult<Bound<'
     Ok(dict)
 }
 
+extern "C" {
+    // Part of the stable ABI since 3.10 and exported by every CPython 3 (so by 3.9 too); pyo3
+    // only declares it for non-abi3 or 3.10+ builds, hence this declaration.
+    fn PyUnicode_AsUTF8AndSize(
+        unicode: *mut pyo3::ffi::PyObject,
+        size: *mut pyo3::ffi::Py_ssize_t,
+    ) -> *const std::os::raw::c_char;
+}
+
+/// The UTF-8 text of a Python `str`, borrowed without copying: CPython caches the UTF-8 form in
+/// the string object, which `s` keeps alive for the borrow. A string with lone surrogates
+/// (not encodable as UTF-8) raises `UnicodeEncodeError`.
+fn borrow_str<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
+    let mut size: pyo3::ffi::Py_ssize_t = 0;
+    // SAFETY: `s` is a live `str` (the GIL is held: `Bound` proves it); the returned buffer is
+    // owned by that object and immutable, valid while `s` lives, and `size` bytes of UTF-8.
+    unsafe {
+        let data = PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size);
+        if data.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        let len = usize::try_from(size).unwrap_or(0);
+        let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
+        Ok(std::str::from_utf8_unchecked(bytes))
+    }
+}
+
 /// A `str` parameter, or a `TypeError` naming it.
 fn extract_str(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<String> {
     match obj.downcast::<PyString>() {
@@ -863,12 +890,6 @@ impl IntentSource {
     }
 }
 
-/// One entry of `offer`'s `tools`.
-enum ToolItem {
-    Name(String),
-    Schema(Value),
-}
-
 /// A compiled, immutable policy. Load with `Policy.from_file(path)`, `Policy.parse(text,
 /// name=...)` or `Policy.from_yaml(path, legacy=None)`; share one instance across threads.
 #[pyclass(frozen, module = "toolwarden", name = "Policy")]
@@ -1025,20 +1046,12 @@ impl Policy {
             .try_iter()
             .map_err(|_| type_error("tools", "a list of tool names or tool schema dicts", tools))?;
         let mut objects: Vec<Bound<'py, PyAny>> = Vec::new();
-        let mut items: Vec<ToolItem> = Vec::new();
         let mut all_names = true;
         for (i, obj) in iter.enumerate() {
             let obj = obj?;
-            if let Ok(s) = obj.downcast::<PyString>() {
-                items.push(ToolItem::Name(s.to_cow()?.into_owned()));
-            } else if obj.is_instance_of::<PyDict>() {
+            if obj.is_instance_of::<PyDict>() {
                 all_names = false;
-                items.push(ToolItem::Schema(py_to_json(
-                    &obj,
-                    &format!("tools[{i}]"),
-                    0,
-                )?));
-            } else {
+            } else if !obj.is_instance_of::<PyString>() {
                 return Err(type_error(
                     &format!("tools[{i}]"),
                     "a tool name (str) or a tool schema dict",
@@ -1050,29 +1063,33 @@ impl Policy {
         let request = &request.inner;
         let policy = &self.inner;
         let visible: Vec<usize> = if all_names {
+            // The fast path: names borrowed from the Python strings, no copy.
+            let mut names: Vec<&str> = Vec::with_capacity(objects.len());
+            for obj in &objects {
+                names.push(borrow_str(obj.downcast::<PyString>()?)?);
+            }
             py.allow_threads(|| {
                 let intent = source.resolve(policy);
-                let names = items.iter().map(|t| match t {
-                    ToolItem::Name(n) => n.as_str(),
-                    ToolItem::Schema(_) => "",
-                });
                 policy
-                    .offer(request, &intent, names)
+                    .offer(request, &intent, names.iter().copied())
                     .map(|o| o.visible_indices().collect())
             })
             .map_err(request_error)?
         } else {
-            let schemas: Vec<Value> = items
-                .into_iter()
-                .map(|t| match t {
-                    ToolItem::Name(n) => {
+            let mut schemas: Vec<Value> = Vec::with_capacity(objects.len());
+            for (i, obj) in objects.iter().enumerate() {
+                schemas.push(match obj.downcast::<PyString>() {
+                    Ok(s) => {
                         let mut m = Map::new();
-                        m.insert("name".to_string(), Value::String(n));
+                        m.insert(
+                            "name".to_string(),
+                            Value::String(borrow_str(s)?.to_string()),
+                        );
                         Value::Object(m)
                     }
-                    ToolItem::Schema(v) => v,
-                })
-                .collect();
+                    Err(_) => py_to_json(obj, &format!("tools[{i}]"), 0)?,
+                });
+            }
             py.allow_threads(|| {
                 let intent = source.resolve(policy);
                 policy

@@ -206,6 +206,11 @@ def test_bad_values_raise_value_error_and_never_crash(finance):
         finance.offer(toolwarden.Request(mode="chaos"), ["get_invoice"])
     with pytest.raises(toolwarden.RequestError, match="unknown intent `nope`"):
         finance.check_call(request, "get_invoice", {}, intent="nope")
+    # A lone surrogate cannot be a UTF-8 tool name: UnicodeEncodeError (a ValueError), no crash.
+    with pytest.raises(UnicodeEncodeError):
+        finance.offer(request, ["get_invoice", "\ud800"])
+    with pytest.raises(UnicodeEncodeError):
+        finance.offer(request, [{"name": "get_invoice"}, "\ud800"])
     # Odd but well-typed input is simply decided.
     assert finance.offer(request, ["", "\x00", "é" * 10_000]) == []
     v = finance.check_call(request, "", {})

@@ -1,12 +1,24 @@
 """Type stubs of the compiled core of ``toolwarden`` (PyO3)."""
 
 import os
-from typing import Any, Dict, List, Literal, Optional, Sequence, TypeVar, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, TypeVar, Union, final
 
 __version__: str
+__all__ = [
+    "Policy",
+    "Request",
+    "Intent",
+    "Turn",
+    "PendingCall",
+    "Verdict",
+    "Diagnostic",
+    "PolicyError",
+    "RequestError",
+    "__version__",
+]
 
-DecisionName = Literal["allow", "confirm", "deny"]
-StageName = Literal[
+_DecisionName = Literal["allow", "confirm", "deny"]
+_StageName = Literal[
     "identity",
     "connector",
     "tenant",
@@ -19,7 +31,7 @@ StageName = Literal[
     "confirmation",
     "turn_limit",
 ]
-ToolSchema = Dict[str, Any]
+_ToolSchema = Dict[str, Any]
 """An OpenAI (``{"type": "function", "function": {"name": ...}}`` or the Responses API's flat
 ``{"type": "function", "name": ...}``), Anthropic (``{"name": ..., "input_schema": ...}``) or MCP
 (``{"name": ..., "inputSchema": ..., "annotations": {...}}``) tool schema."""
@@ -39,6 +51,7 @@ class RequestError(ValueError):
     """The request names a mode, connector tier or intent the policy does not declare, or gives
     no mode when the policy has no ``default mode``."""
 
+@final
 class Diagnostic:
     """One message about policy text. ``str(d)`` is the rendered report."""
 
@@ -70,6 +83,7 @@ class Diagnostic:
     def to_dict(self) -> Dict[str, Any]:
         """severity, code, message, file, line, column, text, help, notes."""
 
+@final
 class Request:
     """Who is asking, in which mode. ``mode=None`` uses the policy's ``default mode``.
 
@@ -77,8 +91,8 @@ class Request:
     connectors, never "unrestricted"); a tier mapped to ``None`` is left unset. ``forced`` names
     skip the intent stage (a confirmation in flight)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         mode: Optional[str] = None,
         roles: Optional[Sequence[str]] = None,
@@ -86,7 +100,7 @@ class Request:
         tenant: Optional[str] = None,
         connectors: Optional[Dict[str, Optional[Sequence[str]]]] = None,
         forced: Optional[Sequence[str]] = None,
-    ) -> None: ...
+    ) -> Request: ...
     @property
     def mode(self) -> Optional[str]: ...
     @property
@@ -101,8 +115,9 @@ class Request:
     def forced(self) -> List[str]: ...
     def with_forced(self, names: Sequence[str]) -> Request:
         """A copy with ``forced`` replaced by ``names``."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class Intent:
     """The classification of one query (``Policy.classify``) or an intent given by name."""
 
@@ -127,15 +142,17 @@ class Intent:
     @property
     def truncated(self) -> bool: ...
     def to_dict(self) -> Dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class Turn:
     """What one user turn has executed so far; ``check_call`` updates it in place."""
 
     transactional_calls: int
-    def __init__(self, transactional_calls: int = 0) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __new__(cls, transactional_calls: int = 0) -> Turn: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class PendingCall:
     """A call held until the user confirms it (``transaction_status == "AWAITING_CONFIRMATION"``)."""
 
@@ -159,17 +176,18 @@ class PendingCall:
     def policy(self) -> str: ...
     @property
     def policy_version(self) -> Optional[int]: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class Verdict:
     """The answer of ``Policy.check_call``."""
 
     @property
-    def decision(self) -> DecisionName: ...
+    def decision(self) -> _DecisionName: ...
     @property
     def tool(self) -> str: ...
     @property
-    def stage(self) -> Optional[StageName]:
+    def stage(self) -> Optional[_StageName]:
         """The deciding stage; ``None`` for an allow."""
     @property
     def reason(self) -> str: ...
@@ -200,6 +218,7 @@ class Verdict:
         """Seed 004's result shape (``ok``, ``error``, ``metadata.blocked_by_policy``, ...)."""
     def to_json(self) -> str: ...
 
+@final
 class Policy:
     """A compiled, immutable policy, shareable across threads."""
 
