@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -174,6 +175,43 @@ fn borrow_str<'a>(s: &'a Bound<'_, PyString>) -> PyResult<&'a str> {
         let bytes = std::slice::from_raw_parts(data.cast::<u8>(), len);
         Ok(std::str::from_utf8_unchecked(bytes))
     }
+}
+
+/// The parts of a tool schema dict a decision reads, as JSON: `type`, `name`, `annotations`
+/// and `function.name` (see `toolwarden::schema_name`). The rest (descriptions, parameter
+/// schemas) is never converted, so `offer` over schemas costs little more than over names.
+fn schema_keys(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
+    let py = obj.py();
+    let dict = obj.downcast::<PyDict>()?;
+    let mut out = Map::new();
+    let keys = [
+        ("type", intern!(py, "type")),
+        ("name", intern!(py, "name")),
+        ("annotations", intern!(py, "annotations")),
+    ];
+    for (key, interned) in keys {
+        if let Some(v) = dict.get_item(interned)? {
+            out.insert(
+                key.to_string(),
+                py_to_json(&v, &format!("{path}[{key:?}]"), 1)?,
+            );
+        }
+    }
+    if let Some(f) = dict.get_item(intern!(py, "function"))? {
+        let function = match f.downcast::<PyDict>() {
+            Ok(fd) => {
+                let mut m = Map::new();
+                if let Some(name) = fd.get_item(intern!(py, "name"))? {
+                    let inner = format!("{path}[\"function\"][\"name\"]");
+                    m.insert("name".to_string(), py_to_json(&name, &inner, 2)?);
+                }
+                Value::Object(m)
+            }
+            Err(_) => Value::Null,
+        };
+        out.insert("function".to_string(), function);
+    }
+    Ok(Value::Object(out))
 }
 
 /// A `str` parameter, or a `TypeError` naming it.
@@ -440,7 +478,10 @@ impl Request {
 
     fn __repr__(&self) -> String {
         let r = &self.inner;
-        let mut parts = vec![format!("mode={:?}", r.mode())];
+        let mut parts = vec![match r.mode() {
+            Some(m) => format!("mode={m:?}"),
+            None => "mode=None".to_string(),
+        }];
         if !r.role_names().is_empty() {
             parts.push(format!("roles={:?}", r.role_names()));
         }
@@ -462,8 +503,6 @@ impl Request {
             parts.push(format!("forced={:?}", r.forced_names()));
         }
         format!("Request({})", parts.join(", "))
-            .replace("Some(", "")
-            .replace("\")", "\"")
     }
 }
 
@@ -1087,7 +1126,7 @@ impl Policy {
                         );
                         Value::Object(m)
                     }
-                    Err(_) => py_to_json(obj, &format!("tools[{i}]"), 0)?,
+                    Err(_) => schema_keys(obj, &format!("tools[{i}]"))?,
                 });
             }
             py.allow_threads(|| {

@@ -141,6 +141,17 @@ def test_offer_keeps_the_shape_of_openai_anthropic_and_mcp_schemas(finance):
     assert finance.offer(request, [destructive], query="create an invoice") == []
 
 
+def test_only_the_keys_a_decision_reads_must_be_json(finance):
+    request = toolwarden.Request(mode="supervised", roles=["accountant"], permissions=["invoices.manage"], tenant="b-42")
+    # Framework tool dicts may carry Python objects (a model class, a callable) beside the schema.
+    tool = {"name": "get_invoice", "input_schema": {"type": "object"}, "handler": object()}
+    assert finance.offer(request, [tool]) == [tool]
+    with pytest.raises(TypeError, match=r'^tools\[0\]\["annotations"\] must be a JSON value'):
+        finance.offer(request, [{"name": "get_invoice", "annotations": object()}])
+    with pytest.raises(ValueError, match=r"^tools\[0\]: function.name is not a string$"):
+        finance.offer(request, [{"type": "function", "function": {"name": 3}}])
+
+
 def test_a_tool_dict_without_a_name_is_a_value_error(finance):
     request = toolwarden.Request(mode="supervised")
     with pytest.raises(ValueError, match=r"^tools\[1\]: the schema has no name"):
