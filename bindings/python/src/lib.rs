@@ -775,7 +775,7 @@ impl Verdict {
         self.inner.stage.map(|s| s.as_str())
     }
 
-    /// Why, in one sentence (empty for an allow).
+    /// Why, in one sentence (for an allow: "`tool` may run").
     #[getter]
     fn reason(&self) -> &str {
         &self.inner.reason
@@ -1170,11 +1170,7 @@ impl Policy {
             .allow_threads(|| {
                 let intent = source.resolve(policy);
                 policy.decide_tool(request, &intent, &tool).map(|d| {
-                    let reason = if d.decision == toolwarden::Decision::Allow {
-                        String::new()
-                    } else {
-                        policy.reason(&tool, &d, request)
-                    };
+                    let reason = policy.reason(&tool, &d, request);
                     (d, reason, policy.rule_source(d.rule).map(|l| l.to_string()))
                 })
             })

@@ -46,6 +46,15 @@ def test_the_crate_doc_example_reads_the_same_in_python():
     ]
     v = policy.check_call(request, "create_note", {"text": "hi"}, turn=toolwarden.Turn(), intent=intent)
     assert v.decision == "confirm"
+    ok = policy.check_call(request, "list_notes", {}, intent=intent)
+    assert (ok.decision, ok.stage, ok.reason, ok.source) == ("allow", None, "`list_notes` may run", "demo.warden:14:1")
+    assert policy.explain(request, "list_notes", intent=intent) == {
+        "tool": "list_notes",
+        "decision": "allow",
+        "stage": None,
+        "reason": "`list_notes` (none) is allowed",
+        "source": "demo.warden:14:1",
+    }
     assert (policy.name, policy.version) == ("demo", 1)
     assert repr(policy) == '<Policy "demo" version 1>'
 
