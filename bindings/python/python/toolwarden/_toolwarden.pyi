@@ -1,0 +1,287 @@
+"""Type stubs of the compiled core of ``toolwarden`` (PyO3)."""
+
+import os
+from typing import Any, Dict, List, Literal, Optional, Sequence, TypeVar, Union, final
+
+__version__: str
+__all__ = [
+    "Policy",
+    "Request",
+    "Intent",
+    "Turn",
+    "PendingCall",
+    "Verdict",
+    "Diagnostic",
+    "PolicyError",
+    "RequestError",
+    "__version__",
+]
+
+_DecisionName = Literal["allow", "confirm", "deny"]
+_StageName = Literal[
+    "identity",
+    "connector",
+    "tenant",
+    "role",
+    "permission",
+    "mode",
+    "intent",
+    "tenant_arg",
+    "requires",
+    "confirmation",
+    "turn_limit",
+]
+_ToolSchema = Dict[str, Any]
+"""An OpenAI (``{"type": "function", "function": {"name": ...}}`` or the Responses API's flat
+``{"type": "function", "name": ...}``), Anthropic (``{"name": ..., "input_schema": ...}``) or MCP
+(``{"name": ..., "inputSchema": ..., "annotations": {...}}``) tool schema."""
+
+_Tool = TypeVar("_Tool", bound=Union[str, Dict[str, Any]])
+_IntentArg = Union["Intent", str, Sequence[str], None]
+_PathArg = Union[str, "os.PathLike[str]"]
+
+class PolicyError(Exception):
+    """A policy failed to load. ``str(err)`` is the rendered report (file:line:col, the source
+    line, a caret, the message and the help, then a summary line)."""
+
+    diagnostics: List[Diagnostic]
+    """Every diagnostic found (errors and warnings), in file and position order."""
+
+class RequestError(ValueError):
+    """The request names a mode, connector tier or intent the policy does not declare, or gives
+    no mode when the policy has no ``default mode``."""
+
+@final
+class Diagnostic:
+    """One message about policy text. ``str(d)`` is the rendered report."""
+
+    @property
+    def severity(self) -> Literal["error", "warning"]: ...
+    @property
+    def code(self) -> str:
+        """A stable kebab-case code such as ``"undefined-effect"``."""
+    @property
+    def message(self) -> str: ...
+    @property
+    def file(self) -> Optional[str]: ...
+    @property
+    def line(self) -> Optional[int]:
+        """1-based line, or ``None`` when the problem has no place (an unreadable file)."""
+    @property
+    def column(self) -> Optional[int]:
+        """1-based column in characters, or ``None``."""
+    @property
+    def text(self) -> Optional[str]:
+        """The source text the diagnostic is about."""
+    @property
+    def help(self) -> Optional[str]:
+        """What to write instead, when known."""
+    @property
+    def notes(self) -> List[str]: ...
+    @property
+    def rendered(self) -> str: ...
+    def to_dict(self) -> Dict[str, Any]:
+        """severity, code, message, file, line, column, text, help, notes."""
+
+@final
+class Request:
+    """Who is asking, in which mode. ``mode=None`` uses the policy's ``default mode``.
+
+    In ``connectors``, a tier mapped to a list is an allowlist of servers (``[]`` means zero
+    connectors, never "unrestricted"); a tier mapped to ``None`` is left unset. ``forced`` names
+    skip the intent stage (a confirmation in flight)."""
+
+    def __new__(
+        cls,
+        *,
+        mode: Optional[str] = None,
+        roles: Optional[Sequence[str]] = None,
+        permissions: Optional[Sequence[str]] = None,
+        tenant: Optional[str] = None,
+        connectors: Optional[Dict[str, Optional[Sequence[str]]]] = None,
+        forced: Optional[Sequence[str]] = None,
+    ) -> Request: ...
+    @property
+    def mode(self) -> Optional[str]: ...
+    @property
+    def roles(self) -> List[str]: ...
+    @property
+    def permissions(self) -> List[str]: ...
+    @property
+    def tenant(self) -> Optional[str]: ...
+    @property
+    def connectors(self) -> Dict[str, List[str]]: ...
+    @property
+    def forced(self) -> List[str]: ...
+    def with_forced(self, names: Sequence[str]) -> Request:
+        """A copy with ``forced`` replaced by ``names``."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class Intent:
+    """The classification of one query (``Policy.classify``) or an intent given by name."""
+
+    @staticmethod
+    def named(name: str) -> Intent: ...
+    @staticmethod
+    def union(names: Sequence[str]) -> Intent: ...
+    @property
+    def name(self) -> str:
+        """The deciding intent."""
+    @property
+    def intents(self) -> List[str]:
+        """Every intent that counts (several under ``combine union``)."""
+    @property
+    def hits(self) -> List[Dict[str, Any]]:
+        """Keyword hits that counted: ``keyword``, ``intent``, ``lang``, ``span`` (byte range)."""
+    @property
+    def dropped(self) -> List[Dict[str, Any]]:
+        """Hits a negator cancelled, each with ``negated_by``."""
+    @property
+    def fallback(self) -> bool: ...
+    @property
+    def truncated(self) -> bool: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class Turn:
+    """What one user turn has executed so far; ``check_call`` updates it in place."""
+
+    transactional_calls: int
+    def __new__(cls, transactional_calls: int = 0) -> Turn: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class PendingCall:
+    """A call held until the user confirms it (``transaction_status == "AWAITING_CONFIRMATION"``)."""
+
+    @staticmethod
+    def from_dict(data: Dict[str, Any]) -> PendingCall:
+        """Raises ``ValueError`` when ``data`` is not a pending call's dict."""
+    @staticmethod
+    def from_json(text: str) -> PendingCall: ...
+    def to_dict(self) -> Dict[str, Any]: ...
+    def to_json(self) -> str: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def args(self) -> Dict[str, Any]:
+        """The arguments, confirmation fields removed."""
+    @property
+    def digest(self) -> str: ...
+    @property
+    def transaction_status(self) -> str: ...
+    @property
+    def policy(self) -> str: ...
+    @property
+    def policy_version(self) -> Optional[int]: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class Verdict:
+    """The answer of ``Policy.check_call``."""
+
+    @property
+    def decision(self) -> _DecisionName: ...
+    @property
+    def tool(self) -> str: ...
+    @property
+    def stage(self) -> Optional[_StageName]:
+        """The deciding stage; ``None`` for an allow."""
+    @property
+    def reason(self) -> str: ...
+    @property
+    def effect(self) -> Optional[str]: ...
+    @property
+    def operation_type(self) -> Optional[Literal["read_only", "transactional"]]: ...
+    @property
+    def source(self) -> Optional[str]:
+        """``file:line:col`` of the deciding rule."""
+    @property
+    def args_for_execution(self) -> Optional[Dict[str, Any]]:
+        """On allow: the arguments to execute, confirmation fields removed."""
+    @property
+    def pending(self) -> Optional[PendingCall]:
+        """On confirm: the call awaiting confirmation."""
+    @property
+    def missing(self) -> List[str]: ...
+    @property
+    def confirmation_received(self) -> bool: ...
+    @property
+    def is_allowed(self) -> bool: ...
+    @property
+    def needs_confirmation(self) -> bool: ...
+    @property
+    def is_denied(self) -> bool: ...
+    def to_dict(self) -> Dict[str, Any]:
+        """Seed 004's result shape (``ok``, ``error``, ``metadata.blocked_by_policy``, ...)."""
+    def to_json(self) -> str: ...
+
+@final
+class Policy:
+    """A compiled, immutable policy, shareable across threads."""
+
+    @staticmethod
+    def from_file(path: _PathArg) -> Policy:
+        """Raises ``PolicyError``."""
+    @staticmethod
+    def parse(text: str, name: Optional[str] = None) -> Policy:
+        """Raises ``PolicyError``. ``name`` (default ``"<string>"``) labels diagnostics; ``include``s
+        resolve relative to its folder."""
+    @staticmethod
+    def from_yaml(path: _PathArg, legacy: Optional[_PathArg] = None) -> Policy:
+        """Seed 004's ``tool_policies.yaml`` (+ legacy ``tools.yaml``). Raises ``PolicyError``."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def version(self) -> Optional[int]: ...
+    @property
+    def warnings(self) -> List[Diagnostic]: ...
+    @property
+    def effects(self) -> List[str]: ...
+    @property
+    def intents(self) -> List[str]: ...
+    @property
+    def modes(self) -> List[str]: ...
+    @property
+    def default_mode(self) -> Optional[str]: ...
+    @property
+    def tools(self) -> List[str]: ...
+    @property
+    def roles(self) -> List[str]: ...
+    @property
+    def permissions(self) -> List[str]: ...
+    @property
+    def tiers(self) -> List[str]: ...
+    def classify(self, text: str) -> Intent: ...
+    def offer(
+        self,
+        request: Request,
+        tools: Sequence[_Tool],
+        query: Optional[str] = None,
+        intent: _IntentArg = None,
+    ) -> List[_Tool]:
+        """The visible tools (allow or confirm), in input order, as the very objects given.
+
+        Raises ``RequestError``, ``ValueError`` (a schema without a name), ``TypeError``."""
+    def explain(
+        self,
+        request: Request,
+        tool: str,
+        query: Optional[str] = None,
+        intent: _IntentArg = None,
+    ) -> Dict[str, Any]:
+        """``{"tool", "decision", "stage", "reason", "source"}`` for one tool, as ``offer``."""
+    def check_call(
+        self,
+        request: Request,
+        tool: str,
+        args: Union[Dict[str, Any], str],
+        turn: Optional[Turn] = None,
+        pending: Union[PendingCall, Dict[str, Any], None] = None,
+        query: Optional[str] = None,
+        intent: _IntentArg = None,
+    ) -> Verdict:
+        """Judges one call. ``args`` may be the model's JSON text. Raises ``RequestError``,
+        ``ValueError`` (bad JSON text), ``TypeError``."""
