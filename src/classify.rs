@@ -150,7 +150,11 @@ impl Normalized {
 /// 2. Case folding: full Unicode lower-case mapping, plus the folds lower-casing misses: `ß` and
 ///    `ẞ` -> `ss`, final sigma `ς` -> `σ`.
 /// 3. Zero-width characters removed: U+200B (zero-width space), U+2060 (word joiner), U+FEFF
-///    (BOM / zero-width no-break space), U+00AD (soft hyphen) and U+200D (zero-width joiner).
+///    (BOM / zero-width no-break space), U+00AD (soft hyphen) and U+200D (zero-width joiner);
+///    so are the other invisible format characters that could split a keyword unseen:
+///    direction marks and embeddings (U+200E/F, U+061C, U+202A–U+202E, U+2066–U+206F),
+///    invisible operators (U+2061–U+2064), U+180E, U+034F, variation selectors (U+FE00–U+FE0F,
+///    U+E0100–U+E01EF), tags (U+E0000–U+E007F) and the Hangul fillers.
 /// 4. White space: every run of white space (Unicode `White_Space`) becomes one space, and
 ///    leading and trailing space is dropped. ZWNJ (U+200C) counts as white space here; because it
 ///    is a joiner that must match "a space or nothing", the classifier also reads a query that
@@ -328,6 +332,13 @@ fn flush_marks(out: &mut Normalized, marks: &mut Vec<(u8, char, u32)>) {
 fn map_char(c: char, fold_accents: bool) -> Option<char> {
     match c {
         '\u{200B}' | '\u{2060}' | '\u{FEFF}' | '\u{00AD}' | '\u{200D}' => None,
+        // Invisible format characters that could split a keyword without showing: direction
+        // marks and embeddings/isolates, invisible operators, variation selectors, tags, the
+        // combining grapheme joiner and the Hangul fillers.
+        '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{180E}' | '\u{034F}' => None,
+        '\u{202A}'..='\u{202E}' | '\u{2061}'..='\u{2064}' | '\u{2066}'..='\u{206F}' => None,
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0000}'..='\u{E007F}' | '\u{E0100}'..='\u{E01EF}' => None,
+        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' => None,
         '\u{0640}' | '\u{064B}'..='\u{0652}' | '\u{0670}' => None,
         '\u{064A}' | '\u{0649}' => Some('\u{06CC}'),
         '\u{0643}' => Some('\u{06A9}'),
@@ -898,6 +909,16 @@ mod tests {
         assert_eq!(normalize("حـــذف", true).text, "حذف");
         assert_eq!(normalize("می\u{200C}خواهم", true).text, "می خواهم");
         assert_eq!(normalize("de\u{200B}lete", true).text, "delete");
+        for hidden in [
+            '\u{200E}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{FE0F}',
+            '\u{E0041}',
+            '\u{3164}',
+        ] {
+            assert_eq!(normalize(&format!("de{hidden}lete"), true).text, "delete");
+        }
     }
 
     proptest::proptest! {

@@ -148,12 +148,21 @@ pub(crate) fn request_of(policy: &Policy, req: &RequestArgs) -> Result<(Request,
     if let Some(t) = &req.tenant {
         request = request.tenant(t.clone());
     }
+    let mut tiers_seen: Vec<&str> = Vec::new();
     for spec in &req.connectors {
         let Some((tier, servers)) = spec.split_once('=') else {
             return Err(format!(
                 "`--connectors {spec}` must be TIER=server1,server2 (or TIER= for zero connectors)"
             ));
         };
+        // A tier given twice is ambiguous (a later flag must not reopen a zero-connector tier).
+        if tiers_seen.contains(&tier.trim()) {
+            return Err(format!(
+                "`--connectors` sets tier `{}` twice; give each tier once, its servers comma-separated",
+                tier.trim()
+            ));
+        }
+        tiers_seen.push(tier.trim());
         let servers: Vec<String> = servers
             .split(',')
             .map(str::trim)

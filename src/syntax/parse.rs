@@ -415,6 +415,7 @@ fn is_declaration_keyword(rule: Rule) -> bool {
 /// The human name of a grammar rule.
 fn rule_name(rule: Rule) -> String {
     let s = match rule {
+        Rule::policy_file => "a declaration",
         Rule::ident | Rule::name_list | Rule::matrix_token => "a name",
         Rule::string | Rule::string_body => "a quoted string",
         Rule::int => "a number",
