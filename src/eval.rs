@@ -271,14 +271,14 @@ impl Policy {
         };
         let mut roles = BitSet::new(t.roles.len());
         for r in &request.roles {
-            if let Some(i) = t.roles.iter().position(|x| **x == **r) {
-                roles.union_with(&t.role_closure[i]);
+            if let Some(&i) = t.role_index.get(r.as_str()) {
+                roles.union_with(&t.role_closure[i as usize]);
             }
         }
         let mut perms = BitSet::new(t.permissions.len());
         for p in &request.permissions {
-            if let Some(i) = t.permissions.iter().position(|x| **x == **p) {
-                perms.union_with(&t.perm_closure[i]);
+            if let Some(&i) = t.perm_index.get(p.as_str()) {
+                perms.union_with(&t.perm_closure[i as usize]);
             }
         }
         for (tier, _) in &request.connectors {

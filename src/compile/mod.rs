@@ -190,6 +190,10 @@ pub(crate) struct Tables {
     pub default_mode: Option<u8>,
     pub roles: Vec<Box<str>>,
     pub role_closure: Vec<BitSet>,
+    /// Role name -> index in `roles`.
+    pub role_index: FxHashMap<Box<str>, u32>,
+    /// Permission name -> index in `permissions`.
+    pub perm_index: FxHashMap<Box<str>, u32>,
     pub permissions: Vec<Box<str>>,
     pub perm_closure: Vec<BitSet>,
     pub tiers: Vec<Box<str>>,
@@ -517,6 +521,8 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         default_mode: model.default_mode.map(|(i, _)| idx8(i)),
         roles: model.roles.iter().map(|s| s.name.as_str().into()).collect(),
         role_closure,
+        role_index: name_index(model.roles.iter().map(|s| s.name.as_str())),
+        perm_index: name_index(model.permissions.iter().map(|s| s.name.as_str())),
         permissions: model
             .permissions
             .iter()
@@ -554,6 +560,13 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         tables,
         classifier: Classifier::build(model),
     }
+}
+
+fn name_index<'a>(names: impl Iterator<Item = &'a str>) -> FxHashMap<Box<str>, u32> {
+    names
+        .enumerate()
+        .map(|(i, n)| (n.into(), idx32(i)))
+        .collect()
 }
 
 /// The server of a `<prefix><server>__<tool>` name (seed 000: split on `__` into at most

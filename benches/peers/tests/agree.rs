@@ -29,8 +29,13 @@ fn random_request(rng: &mut Rng) -> PeerRequest {
         roles: (0..rng.below(3))
             .map(|_| gen::ROLES[rng.below(8)])
             .collect(),
-        permissions: (0..rng.below(6))
-            .map(|_| perms[rng.below(perms.len())].clone())
+        // Per area: its `manage` (which implies the rest), one random permission, or none.
+        permissions: (0..8)
+            .filter_map(|g| match rng.below(3) {
+                0 => Some(format!("area{g}.manage")),
+                1 => Some(perms[g * 5 + rng.below(5)].clone()),
+                _ => None,
+            })
             .collect(),
         tenant: rng.below(5) != 0,
         connectors: (rng.below(2) == 0).then(|| {
