@@ -55,6 +55,7 @@ fn a_literal_true_in_either_confirmation_field_runs_the_call() {
                 "decision": "allow",
                 "tool": "alterar_plano",
                 "args": {"new_plan_id": "CONTROLE_100"},
+                "confirmation_received": true,
                 "metadata": {
                     "blocked_by_policy": false,
                     "operation_type": "transactional",
@@ -155,7 +156,7 @@ fn the_confirm_result_has_the_pending_call() {
                 "stage": "confirmation",
                 "operation_type": "transactional",
                 "effect": "write",
-                "policy_source": "policies/retail.warden:19:61",
+                "policy_source": "policies/retail.warden:19:66",
             },
             "confirmation_required": true,
             "confirmation_fields": ["confirmed", "confirmation"],
