@@ -44,7 +44,9 @@ pub const MATRIX: [[u8; 5]; 5] = [
 /// One generated tool's facts.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
+    /// `tool_<i>`, or `mcp__<server>__tool_<i>` for every 3rd tool.
     pub name: String,
+    /// Index into [`EFFECTS`] (`i % 5`).
     pub effect: usize,
     /// The permission it requires, e.g. `area3.add`.
     pub permission: String,
