@@ -3,7 +3,7 @@
 //! A query is normalized exactly like the policy's keywords ([`normalize`]) and split into
 //! Unicode words (UAX #29 word boundaries, as `unicode-segmentation` computes them; a fast path
 //! gives the same boundaries for ASCII and common Arabic-script text). One automaton over every
-//! keyword and negator of every intent (an anchored Aho-Corasick DFA, i.e. a trie) is walked from
+//! keyword and negator of every intent (an Aho-Corasick automaton walked anchored, i.e. a trie) is walked from
 //! each word start, so an occurrence always starts on a word boundary; `"word"` (and a phrase)
 //! must also end on one, `"stem*"` may end inside a word. A keyword hit with a negator within the
 //! negation window (in words, before or after) is dropped and reported in [`Intent::dropped`].
@@ -15,8 +15,8 @@
 //! Read, an empty or unclear query offers read only).
 
 use aho_corasick::automaton::Automaton;
-use aho_corasick::dfa::DFA;
-use aho_corasick::{Anchored, MatchKind, StartKind};
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::{Anchored, MatchKind};
 use serde::Serialize;
 use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
 use unicode_segmentation::UnicodeSegmentation;
@@ -382,9 +382,9 @@ struct KeywordEntry {
 /// A compiled keyword automaton for one policy.
 #[derive(Clone, Debug)]
 pub(crate) struct Classifier {
-    /// One anchored Aho-Corasick DFA (a trie) over every normalized keyword and negator; it is
+    /// One Aho-Corasick automaton (contiguous NFA, walked anchored: a trie) over every normalized keyword and negator; it is
     /// run from each word start, so every occurrence it finds starts on a word boundary.
-    automaton: Option<DFA>,
+    automaton: Option<NFA>,
     patterns: Vec<PatternInfo>,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
@@ -457,9 +457,10 @@ impl Classifier {
         let automaton = if needles.is_empty() {
             None
         } else {
-            aho_corasick::dfa::Builder::new()
+            // A contiguous NFA: a few hundred KiB for the shipped lexicon where a DFA takes
+            // megabytes, at a small cost per byte walked.
+            aho_corasick::nfa::contiguous::Builder::new()
                 .match_kind(MatchKind::Standard)
-                .start_kind(StartKind::Anchored)
                 .build(&needles)
                 .ok()
         };

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::classify::Intent;
-use crate::compile::{glob_match, BitSet, ToolRow};
+use crate::compile::{glob_match, BitSet, ToolRow, NO_SERVER};
 use crate::decision::{
     Decision, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
 };
@@ -194,31 +194,64 @@ fn known(names: &[Box<str>]) -> String {
         .join(", ")
 }
 
-/// A request bound to one policy: names resolved to indexes and closed sets.
-pub(crate) struct Bound<'r> {
-    pub mode: usize,
-    pub roles: BitSet,
-    pub perms: BitSet,
-    pub tenant: Option<&'r str>,
+/// A request bound to one policy: mode, roles, permissions, connector allowlist and intent
+/// resolved to indexes and closed bit sets, once. Deciding a tool name then costs one hash
+/// lookup and a few bit operations, and allocates nothing.
+///
+/// Made by [`Policy::bind`]; borrows the policy and the request. Bind once per turn (or per
+/// request), then call [`BoundRequest::decide`] or [`BoundRequest::offer`] as often as needed:
+/// the answers are exactly those of [`Policy::decide_tool`] and [`Policy::offer`].
+///
+/// ```
+/// use toolwarden::{Decision, Intent, Policy, Request};
+/// let policy = Policy::parse(
+///     "policy \"p\"\neffects none, write\nintents write > read\nfallback read\n\
+///      matrix m {\n none write\n read allow deny\n write allow allow\n}\n\
+///      mode ask { matrix m }\nunknown deny\n\
+///      tool list_invoices { effect none }\ntool add_invoice { effect write }\n",
+///     "p.warden",
+/// ).unwrap();
+/// let request = Request::new("ask");
+/// let bound = policy.bind(&request, &Intent::named("read")).unwrap();
+/// assert_eq!(bound.decide("list_invoices").decision, Decision::Allow);
+/// assert_eq!(bound.decide("add_invoice").decision, Decision::Deny);
+/// ```
+#[derive(Clone, Debug)]
+pub struct BoundRequest<'a> {
+    pub(crate) policy: &'a Policy,
+    pub(crate) mode: usize,
+    pub(crate) roles: BitSet,
+    pub(crate) perms: BitSet,
+    pub(crate) tenant: Option<&'a str>,
     /// The deciding tier and its servers; `None` = unrestricted.
-    pub allowlist: Option<(usize, &'r [String])>,
-    pub forced: &'r [String],
+    pub(crate) allowlist: Option<(usize, &'a [String])>,
+    /// The allowlist's servers as indexes into `Tables::servers` (declared tools' servers).
+    pub(crate) allowed_servers: BitSet,
+    pub(crate) forced: &'a [String],
     /// Effects the intent row(s) offer (all effects when the mode has no matrix).
-    pub allow_mask: u64,
+    pub(crate) allow_mask: u64,
     /// Effects whose intent cell is `confirm`.
-    pub confirm_mask: u64,
+    pub(crate) confirm_mask: u64,
     /// The intent index deciding the cell rule (the first intent).
-    pub intent: Option<usize>,
-    pub intent_mask: u64,
+    pub(crate) intent: Option<usize>,
+    pub(crate) intent_mask: u64,
 }
 
 impl Policy {
-    /// Resolves a request and an intent against this policy.
-    pub(crate) fn bind<'r>(
-        &self,
-        request: &'r Request,
+    /// Resolves a request and an intent against this policy, once, for many decisions.
+    ///
+    /// Allocates nothing when the policy has at most 64 roles, 64 permissions and 64 connector
+    /// servers (wider sets take one small allocation each).
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] when the request names a mode, tier or intent the policy does not
+    /// declare, or gives no mode and the policy has no `default mode`.
+    pub fn bind<'a>(
+        &'a self,
+        request: &'a Request,
         intent: &Intent,
-    ) -> Result<Bound<'r>, RequestError> {
+    ) -> Result<BoundRequest<'a>, RequestError> {
         let t = self.tables();
         let mode = match request.mode.as_deref() {
             Some(m) => t
@@ -238,14 +271,14 @@ impl Policy {
         };
         let mut roles = BitSet::new(t.roles.len());
         for r in &request.roles {
-            if let Some(i) = t.roles.iter().position(|x| **x == **r) {
-                roles.union_with(&t.role_closure[i]);
+            if let Some(&i) = t.role_index.get(r.as_str()) {
+                roles.union_with(&t.role_closure[i as usize]);
             }
         }
         let mut perms = BitSet::new(t.permissions.len());
         for p in &request.permissions {
-            if let Some(i) = t.permissions.iter().position(|x| **x == **p) {
-                perms.union_with(&t.perm_closure[i]);
+            if let Some(&i) = t.perm_index.get(p.as_str()) {
+                perms.union_with(&t.perm_closure[i as usize]);
             }
         }
         for (tier, _) in &request.connectors {
@@ -264,6 +297,14 @@ impl Policy {
                 .find(|(name, _)| **name == **tier)
                 .map(|(_, servers)| (i, servers.as_slice()))
         });
+        let mut allowed_servers = BitSet::new(t.servers.len());
+        if let Some((_, servers)) = allowlist {
+            for s in servers {
+                if let Some(i) = t.servers.iter().position(|x| **x == **s) {
+                    allowed_servers.insert(i);
+                }
+            }
+        }
         let row = &t.modes[mode];
         let mut intent_mask = 0u64;
         let mut first_intent = None;
@@ -301,13 +342,15 @@ impl Policy {
                 (allow, confirm)
             }
         };
-        Ok(Bound {
+        Ok(BoundRequest {
+            policy: self,
             mode,
             roles,
             perms,
             // An empty tenant is no tenant.
             tenant: request.tenant.as_deref().filter(|t| !t.is_empty()),
             allowlist,
+            allowed_servers,
             forced: &request.forced,
             allow_mask,
             confirm_mask,
@@ -318,11 +361,18 @@ impl Policy {
 
     /// Resolves a tool name to its row: a declared tool, else the first pattern in precedence
     /// order, else the defaults under `unknown allow`.
+    #[inline]
     pub(crate) fn resolve_tool(&self, name: &str) -> (ToolMatch, Option<&ToolRow>) {
         let t = self.tables();
         if let Some(&i) = t.tool_index.get(name) {
             return (ToolMatch::Declared(i), Some(&t.tools[i as usize].1));
         }
+        self.resolve_undeclared(name)
+    }
+
+    #[cold]
+    fn resolve_undeclared(&self, name: &str) -> (ToolMatch, Option<&ToolRow>) {
+        let t = self.tables();
         for p in &t.patterns {
             if glob_match(&p.glob, name) {
                 return (ToolMatch::Pattern(p.source_index), Some(&p.row));
@@ -339,19 +389,23 @@ impl Policy {
     /// `__` into at most three parts, so a tool segment keeps any further `__`.
     pub fn connector_server<'n>(&self, name: &'n str) -> Option<&'n str> {
         let prefix = self.tables().prefix.as_deref()?;
-        let rest = name.strip_prefix(prefix)?;
-        let (server, tool) = rest.split_once("__")?;
-        (!server.is_empty() && !tool.is_empty()).then_some(server)
+        crate::compile::connector_server_of(prefix, name)
     }
 
     /// Stages 1–7 for one tool name.
-    pub(crate) fn decide(&self, b: &Bound<'_>, name: &str) -> ToolDecision {
+    pub(crate) fn decide(&self, b: &BoundRequest<'_>, name: &str) -> ToolDecision {
         self.decide_as(b, name, None)
     }
 
     /// Stages 1–7 for one tool name, with the tool's effect replaced by `effect` when given
     /// (used to judge an MCP tool under its annotation-derived effect, see `offer_schemas`).
-    pub(crate) fn decide_as(&self, b: &Bound<'_>, name: &str, effect: Option<u8>) -> ToolDecision {
+    #[inline]
+    pub(crate) fn decide_as(
+        &self,
+        b: &BoundRequest<'_>,
+        name: &str,
+        effect: Option<u8>,
+    ) -> ToolDecision {
         let t = self.tables();
         let deny = |stage, rule, matched| ToolDecision {
             decision: Decision::Deny,
@@ -369,10 +423,17 @@ impl Policy {
         }
         // 2. connector
         if let Some((_, servers)) = b.allowlist {
-            if let Some(server) = self.connector_server(name) {
-                if !servers.iter().any(|s| s == server) {
-                    return deny(Stage::Connector, t.rule_tiers, matched);
+            let allowed = if let ToolMatch::Declared(_) = matched {
+                // Declared names: the server was interned at compile time.
+                row.server == NO_SERVER || b.allowed_servers.contains(row.server as usize)
+            } else {
+                match self.connector_server(name) {
+                    Some(server) => servers.iter().any(|s| s == server),
+                    None => true,
                 }
+            };
+            if !allowed {
+                return deny(Stage::Connector, t.rule_tiers, matched);
             }
         }
         // 3. tenant
@@ -432,7 +493,7 @@ impl Policy {
 
     /// The matrix cell rule for the bound intent(s) and an effect: the first intent whose cell
     /// is not `deny`, else the first intent's cell.
-    pub(crate) fn cell_rule(&self, b: &Bound<'_>, effect: u8) -> RuleId {
+    pub(crate) fn cell_rule(&self, b: &BoundRequest<'_>, effect: u8) -> RuleId {
         let t = self.tables();
         let mode = &t.modes[b.mode];
         let Some(m) = mode.matrix else {
@@ -457,7 +518,8 @@ impl Policy {
     ///
     /// Takes the request, the query's intent (from [`Policy::classify`] or [`Intent::named`])
     /// and the tool names; returns one decision per name, in input order. An unknown name is an
-    /// ordinary `deny` at stage `identity`. Allocates only the result.
+    /// ordinary `deny` at stage `identity`. Allocates only the result. To decide many times
+    /// for one request, [`Policy::bind`] once and use [`BoundRequest::offer`].
     ///
     /// # Errors
     ///
@@ -472,16 +534,11 @@ impl Policy {
     where
         I: IntoIterator<Item = &'t str>,
     {
-        let bound = self.bind(request, intent)?;
-        let iter = tools.into_iter();
-        let mut entries = Vec::with_capacity(iter.size_hint().0);
-        for name in iter {
-            entries.push((name, self.decide(&bound, name)));
-        }
-        Ok(Offer { entries })
+        Ok(self.bind(request, intent)?.offer(tools))
     }
 
-    /// Decides one tool name (stages 1–7), as `offer` would.
+    /// Decides one tool name (stages 1–7), as `offer` would. Binds the request each call; for
+    /// repeated decisions use [`Policy::bind`] and [`BoundRequest::decide`].
     ///
     /// # Errors
     ///
@@ -492,8 +549,7 @@ impl Policy {
         intent: &Intent,
         tool: &str,
     ) -> Result<ToolDecision, RequestError> {
-        let bound = self.bind(request, intent)?;
-        Ok(self.decide(&bound, tool))
+        Ok(self.bind(request, intent)?.decide(tool))
     }
 
     /// Judges one tool call: stages 1–7 exactly as in `offer`, then tenant argument, required
@@ -840,6 +896,39 @@ impl Policy {
             (_, Some(stage)) => format!("denied at stage `{stage}`"),
             (_, None) => "denied".to_string(),
         }
+    }
+}
+
+impl<'a> BoundRequest<'a> {
+    /// Stages 1–7 for one tool name: exactly [`Policy::decide_tool`]'s answer, without
+    /// binding again. Allocates nothing.
+    #[inline]
+    pub fn decide(&self, tool: &str) -> ToolDecision {
+        self.policy.decide_as(self, tool, None)
+    }
+
+    /// One decision per name of `tools`, in input order: exactly [`Policy::offer`]'s answer.
+    /// Allocates only the result (one `Vec`, sized from the iterator's lower bound).
+    pub fn offer<'t, I>(&self, tools: I) -> Offer<'t>
+    where
+        I: IntoIterator<Item = &'t str>,
+    {
+        let iter = tools.into_iter();
+        let mut entries = Vec::with_capacity(iter.size_hint().0);
+        for name in iter {
+            entries.push((name, self.decide(name)));
+        }
+        Offer { entries }
+    }
+
+    /// The policy this request is bound to.
+    pub fn policy(&self) -> &'a Policy {
+        self.policy
+    }
+
+    /// The mode the request resolved to (its own, or the policy's `default mode`).
+    pub fn mode(&self) -> &'a str {
+        &self.policy.tables().modes[self.mode].name
     }
 }
 

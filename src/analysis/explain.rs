@@ -264,6 +264,7 @@ impl Policy {
             rule_perms: t.rule_unknown,
             rule_confirm: t.rule_unknown,
             rule_requires: t.rule_unknown,
+            server: crate::compile::NO_SERVER,
         });
 
         // 2. connector

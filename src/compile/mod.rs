@@ -12,6 +12,8 @@ mod glob;
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use petgraph::graph::{DiGraph, NodeIndex};
 use petgraph::visit::{Dfs, EdgeFiltered};
 
@@ -132,7 +134,14 @@ pub(crate) struct ToolRow {
     pub rule_perms: RuleId,
     pub rule_confirm: RuleId,
     pub rule_requires: RuleId,
+    /// For a declared tool named `<prefix><server>__<tool>`: the server's index in
+    /// [`Tables::servers`]; [`NO_SERVER`] otherwise (and for patterns and defaults, whose
+    /// names are only known at decision time).
+    pub server: u32,
 }
+
+/// [`ToolRow::server`] of a row without a precomputed connector server.
+pub(crate) const NO_SERVER: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 pub(crate) struct PatternRow {
@@ -170,7 +179,11 @@ pub(crate) struct Tables {
     pub read_only_effect: Option<u8>,
     pub intents: Vec<Box<str>>,
     pub tools: Vec<(Box<str>, ToolRow)>,
-    pub tool_index: HashMap<Box<str>, u32>,
+    /// Tool name -> index in `tools` (FxHash: short keys, no untrusted-key DoS concern since
+    /// the keys are the policy's own names).
+    pub tool_index: FxHashMap<Box<str>, u32>,
+    /// The connector servers that declared tool names mention, interned (see `ToolRow::server`).
+    pub servers: Vec<Box<str>>,
     pub patterns: Vec<PatternRow>,
     pub matrices: Vec<MatrixTable>,
     pub matrix_names: Vec<Box<str>>,
@@ -178,6 +191,10 @@ pub(crate) struct Tables {
     pub default_mode: Option<u8>,
     pub roles: Vec<Box<str>>,
     pub role_closure: Vec<BitSet>,
+    /// Role name -> index in `roles`.
+    pub role_index: FxHashMap<Box<str>, u32>,
+    /// Permission name -> index in `permissions`.
+    pub perm_index: FxHashMap<Box<str>, u32>,
     pub permissions: Vec<Box<str>>,
     pub perm_closure: Vec<BitSet>,
     pub tiers: Vec<Box<str>>,
@@ -413,13 +430,26 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             ),
             rule_confirm: rules.add(attrs.confirm_always, RuleKind::ConfirmAlways),
             rule_requires: rules.add(attrs.requires.as_ref().map(|(_, s)| *s), RuleKind::Requires),
+            server: NO_SERVER,
         }
     };
 
     let mut tools = Vec::with_capacity(model.tools.len());
-    let mut tool_index = HashMap::with_capacity(model.tools.len());
+    let mut tool_index = FxHashMap::with_capacity_and_hasher(model.tools.len(), Default::default());
+    let mut servers: Vec<Box<str>> = Vec::new();
+    let mut server_index: FxHashMap<&str, u32> = FxHashMap::default();
     for (i, t) in model.tools.iter().enumerate() {
-        let row = row_of(&t.attrs, t.span, RuleKind::ToolDecl, &mut rules);
+        let mut row = row_of(&t.attrs, t.span, RuleKind::ToolDecl, &mut rules);
+        if let Some(server) = model
+            .prefix
+            .as_ref()
+            .and_then(|p| connector_server_of(&p.name, &t.name.name))
+        {
+            row.server = *server_index.entry(server).or_insert_with(|| {
+                servers.push(server.into());
+                idx32(servers.len() - 1)
+            });
+        }
         let node = graph.add_node(Node::Tool(idx32(i)));
         link_attrs(
             &mut graph,
@@ -478,6 +508,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             .collect(),
         tools,
         tool_index,
+        servers,
         patterns,
         matrices,
         matrix_names: model
@@ -489,6 +520,8 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         default_mode: model.default_mode.map(|(i, _)| idx8(i)),
         roles: model.roles.iter().map(|s| s.name.as_str().into()).collect(),
         role_closure,
+        role_index: name_index(model.roles.iter().map(|s| s.name.as_str())),
+        perm_index: name_index(model.permissions.iter().map(|s| s.name.as_str())),
         permissions: model
             .permissions
             .iter()
@@ -526,6 +559,21 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         tables,
         classifier: Classifier::build(model),
     }
+}
+
+fn name_index<'a>(names: impl Iterator<Item = &'a str>) -> FxHashMap<Box<str>, u32> {
+    names
+        .enumerate()
+        .map(|(i, n)| (n.into(), idx32(i)))
+        .collect()
+}
+
+/// The server of a `<prefix><server>__<tool>` name (seed 000: split on `__` into at most
+/// three parts, so a tool segment keeps any further `__`), or `None` when not so shaped.
+pub(crate) fn connector_server_of<'n>(prefix: &str, name: &'n str) -> Option<&'n str> {
+    let rest = name.strip_prefix(prefix)?;
+    let (server, tool) = rest.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some(server)
 }
 
 fn link_attrs(
