@@ -967,7 +967,17 @@ fn canonical_object(o: &Map<String, Value>, out: &mut String) {
     out.push('}');
 }
 
-fn json_kind(v: &Value) -> &'static str {
+/// The canonical JSON text of `v`: no white space, object keys sorted by byte order at every
+/// depth. Two values that are equal as JSON have the same canonical text, whatever the order
+/// their keys came in; digests of calls are taken over it.
+pub fn canonical_json_text(v: &Value) -> String {
+    let mut out = String::new();
+    canonical_json(v, &mut out);
+    out
+}
+
+/// A short description of a JSON value's type ("a string", "an object", ...), for messages.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

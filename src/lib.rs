@@ -71,6 +71,6 @@ pub use decision::{
     Decision, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
 };
 pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, Sources};
-pub use eval::{BoundRequest, Request, RequestError};
+pub use eval::{canonical_json_text, BoundRequest, Request, RequestError};
 pub use policy::Policy;
 pub use schemas::{schema_name, SchemaDecision, SchemaError};

@@ -880,37 +880,7 @@ fn audit(state: &Shared, record: Value) {
 
 /// Hex SHA-256 of the canonical JSON of the arguments (object keys sorted at every depth).
 fn args_digest(args: &Value) -> String {
-    fn canonical(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(o) => {
-                let mut keys: Vec<&String> = o.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::from(k.as_str()).to_string());
-                    out.push(':');
-                    canonical(&o[k], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    canonical(x, out);
-                }
-                out.push(']');
-            }
-            scalar => out.push_str(&scalar.to_string()),
-        }
-    }
-    let mut text = String::new();
-    canonical(args, &mut text);
+    let text = toolwarden::canonical_json_text(args);
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

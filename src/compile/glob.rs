@@ -6,31 +6,7 @@
 /// Runs in O(len(pattern) × len(name)) time at worst and never recurses, so a pattern with
 /// thousands of stars stays bounded.
 pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let p = pattern.as_bytes();
-    let n = name.as_bytes();
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut star: Option<usize> = None;
-    let mut mark = 0usize;
-    while ni < n.len() {
-        if pi < p.len() && p[pi] == b'*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if pi < p.len() && p[pi] == n[ni] {
-            pi += 1;
-            ni += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
-    }
-    while pi < p.len() && p[pi] == b'*' {
-        pi += 1;
-    }
-    pi == p.len()
+    walk(pattern.as_bytes(), name.as_bytes(), false)
 }
 
 /// Whether every name `inner` matches is also matched by `outer`.
@@ -38,8 +14,12 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 /// `inner`'s stars are treated as a symbol only `outer`'s stars can absorb: `outer` covers
 /// `inner` exactly when `outer` matches `inner`'s text under that reading.
 pub(crate) fn glob_covers(outer: &str, inner: &str) -> bool {
-    let p = outer.as_bytes();
-    let n = inner.as_bytes();
+    walk(outer.as_bytes(), inner.as_bytes(), true)
+}
+
+/// The greedy star-backtracking walk both functions share. With `text_stars`, a `*` in the text
+/// matches only a `*` of the pattern, never a literal `*`.
+fn walk(p: &[u8], n: &[u8], text_stars: bool) -> bool {
     let (mut pi, mut ni) = (0usize, 0usize);
     let mut star: Option<usize> = None;
     let mut mark = 0usize;
@@ -48,7 +28,7 @@ pub(crate) fn glob_covers(outer: &str, inner: &str) -> bool {
             star = Some(pi);
             mark = ni;
             pi += 1;
-        } else if pi < p.len() && p[pi] == n[ni] && n[ni] != b'*' {
+        } else if pi < p.len() && p[pi] == n[ni] && !(text_stars && n[ni] == b'*') {
             pi += 1;
             ni += 1;
         } else if let Some(s) = star {

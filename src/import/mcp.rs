@@ -96,17 +96,6 @@ impl ImportError {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Parses catalog text (see the module docs for the accepted shapes).
 ///
 /// # Errors
@@ -153,7 +142,10 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
                     Value::Array(a) => Ok((a, "result.tools")),
                     other => Err(ImportError::at(
                         "result.tools",
-                        format!("expected an array of tools, found {}", kind(other)),
+                        format!(
+                            "expected an array of tools, found {}",
+                            crate::eval::json_kind(other)
+                        ),
                     )),
                 };
             }
@@ -167,7 +159,7 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
                 Some(Value::Array(a)) => Ok((a, "tools")),
                 Some(other) => Err(ImportError::at(
                     "tools",
-                    format!("expected an array of tools, found {}", kind(other)),
+                    format!("expected an array of tools, found {}", crate::eval::json_kind(other)),
                 )),
                 None => Err(ImportError::at(
                     "",
@@ -179,7 +171,7 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
             "",
             format!(
                 "expected a tools/list result or an array of tools, found {}",
-                kind(other)
+                crate::eval::json_kind(other)
             ),
         )),
     }
@@ -210,7 +202,10 @@ pub fn read_hints(
     let Value::Object(a) = annotations else {
         return Err(ImportError::at(
             format!("{path}.annotations"),
-            format!("expected an object, found {}", kind(annotations)),
+            format!(
+                "expected an object, found {}",
+                crate::eval::json_kind(annotations)
+            ),
         ));
     };
     let hint = |key: &str| -> Result<Option<bool>, ImportError> {
@@ -221,7 +216,7 @@ pub fn read_hints(
                 format!("{path}.annotations.{key}"),
                 format!(
                     "expected true or false, found {} (leave the hint out to use the spec default)",
-                    kind(other)
+                    crate::eval::json_kind(other)
                 ),
             )),
         }
@@ -243,7 +238,10 @@ pub fn catalog_from_value(value: &Value) -> Result<Vec<McpTool>, ImportError> {
         let Value::Object(obj) = item else {
             return Err(ImportError::at(
                 path,
-                format!("expected a tool object, found {}", kind(item)),
+                format!(
+                    "expected a tool object, found {}",
+                    crate::eval::json_kind(item)
+                ),
             ));
         };
         let name = match obj.get("name") {
@@ -257,7 +255,7 @@ pub fn catalog_from_value(value: &Value) -> Result<Vec<McpTool>, ImportError> {
             Some(other) => {
                 return Err(ImportError::at(
                     format!("{path}.name"),
-                    format!("expected a string, found {}", kind(other)),
+                    format!("expected a string, found {}", crate::eval::json_kind(other)),
                 ))
             }
             None => return Err(ImportError::at(path, "the tool has no `name`")),
