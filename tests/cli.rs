@@ -443,3 +443,63 @@ fn offer_on_retail_prints_no_intent_and_the_confirmations() {
          offered: consultar_plano, alterar_plano, consultar_pedido, devolver_pedido\n"
     );
 }
+
+#[test]
+fn guard_and_offer_write_an_audit_log_and_advisory_allows_but_marks() {
+    let dir = std::env::temp_dir().join(format!("toolwarden-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let log = dir.join("audit.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let log_arg = log.display().to_string();
+    // Enforced: the viewer's delete is denied, and logged as such.
+    let viewer = [
+        "-p",
+        "policies/finance.warden",
+        "--mode",
+        "supervised",
+        "--role",
+        "viewer",
+        "--permission",
+        "invoices.view",
+        "--tenant",
+        "b-42",
+        "--query",
+        "show invoices",
+    ];
+    let mut args = vec!["guard"];
+    args.extend_from_slice(&viewer);
+    args.extend_from_slice(&["--tool", "delete_invoice", "--args", r#"{"invoice_id": 7}"#]);
+    args.extend_from_slice(&["--audit", &log_arg, "--json"]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["ok"], json!(false));
+    // Advisory: the same call runs, and the record says what enforcement would have done.
+    args.push("--advisory");
+    let o = run(&args);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
+    assert_eq!(v["ok"], json!(true));
+    assert_eq!(v["args"], json!({"invoice_id": 7}));
+    let text = std::fs::read_to_string(&log).expect("the log exists");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .collect();
+    assert_eq!(records.len(), 2);
+    for (r, enforcement, decision) in [
+        (&records[0], "enforce", "deny"),
+        (&records[1], "advisory", "allow"),
+    ] {
+        assert_eq!(r["op"], json!("call"));
+        assert_eq!(r["tool"], json!("delete_invoice"));
+        assert_eq!(r["enforcement"], json!(enforcement));
+        assert_eq!(r["decision"], json!(decision));
+        assert_eq!(r["stage"], json!("role"));
+        assert_eq!(r["policy"], json!("finance-assistant"));
+    }
+    assert_eq!(records[1]["would_be"], json!("deny"));
+    // `--advisory` without `--audit` is a usage error: advisory mode must leave a trace.
+    let o = run(&["offer", "-p", "policies/finance.warden", "--advisory"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

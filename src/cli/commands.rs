@@ -207,11 +207,32 @@ fn read_tools_file(path: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// Opens the decision log of `--audit` (appending), with advisory enforcement when asked.
+pub(crate) fn auditor(
+    log: &super::AuditArgs,
+) -> Result<Option<toolwarden::audit::Auditor<std::fs::File>>, String> {
+    let Some(path) = &log.audit else {
+        return Ok(None);
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| format!("cannot open audit log `{}`: {e}", path.display()))?;
+    let enforcement = if log.advisory {
+        toolwarden::audit::Enforcement::Advisory
+    } else {
+        toolwarden::audit::Enforcement::Enforce
+    };
+    Ok(Some(toolwarden::audit::Auditor::new(file, enforcement)))
+}
+
 pub(crate) fn offer(
     req: &RequestArgs,
     tools: Vec<String>,
     tools_file: Option<&Path>,
     json: bool,
+    log: &super::AuditArgs,
 ) -> CmdResult {
     let policy = load_policy(&req.policy)?;
     let (request, intent) = request_of(&policy, req)?;
@@ -220,9 +241,20 @@ pub(crate) fn offer(
         None if tools.is_empty() => policy.tools().map(str::to_string).collect(),
         None => tools,
     };
-    let offer = policy
-        .offer(&request, &intent, names.iter().map(String::as_str))
-        .map_err(|e| e.to_string())?;
+    let offer = match auditor(log)? {
+        Some(mut a) => a
+            .offer(
+                &policy,
+                1,
+                &request,
+                &intent,
+                names.iter().map(String::as_str),
+            )
+            .map_err(|e| e.to_string())?,
+        None => policy
+            .offer(&request, &intent, names.iter().map(String::as_str))
+            .map_err(|e| e.to_string())?,
+    };
     let mode = request
         .mode()
         .or(policy.default_mode())

@@ -73,7 +73,12 @@ fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot write {what} file `{}`: {e}", path.display()))
 }
 
-pub(crate) fn guard(req: &RequestArgs, call: &CallArgs, json: bool) -> CmdResult {
+pub(crate) fn guard(
+    req: &RequestArgs,
+    call: &CallArgs,
+    json: bool,
+    log: &super::AuditArgs,
+) -> CmdResult {
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
     let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
@@ -101,16 +106,30 @@ pub(crate) fn guard(req: &RequestArgs, call: &CallArgs, json: bool) -> CmdResult
         },
         None => None,
     };
-    let verdict = policy
-        .check_call_with(
-            &request,
-            &intent,
-            &mut turn,
-            &call.tool,
-            &args,
-            pending.as_ref(),
-        )
-        .map_err(|e| e.to_string())?;
+    let verdict = match super::commands::auditor(log)? {
+        Some(mut a) => a
+            .check_call(
+                &policy,
+                1,
+                &request,
+                &intent,
+                &mut turn,
+                &call.tool,
+                &args,
+                pending.as_ref(),
+            )
+            .map_err(|e| e.to_string())?,
+        None => policy
+            .check_call_with(
+                &request,
+                &intent,
+                &mut turn,
+                &call.tool,
+                &args,
+                pending.as_ref(),
+            )
+            .map_err(|e| e.to_string())?,
+    };
     let mut notes = Vec::new();
     if let Some(path) = &call.pending {
         match (verdict.decision, &verdict.pending) {

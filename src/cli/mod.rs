@@ -79,6 +79,8 @@ enum Command {
         /// every reload (a broken edit is reported and the last good policy kept).
         #[arg(long)]
         watch: bool,
+        #[command(flatten)]
+        log: AuditArgs,
     },
     /// Judge one tool call (the execution guard). With `--pending` and `--turn` a two-turn
     /// confirmation flow runs from a shell: see docs/guard.md.
@@ -109,6 +111,8 @@ enum Command {
         /// Print the result as JSON (seed 004's result shape).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        log: AuditArgs,
     },
     /// Translate tool catalogs and policies written in other formats into warden text.
     #[command(subcommand)]
@@ -233,6 +237,19 @@ enum ImportCommand {
     },
 }
 
+/// The decision-log flags of `offer` and `guard`.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct AuditArgs {
+    /// Append one JSON line per decision to FILE (time, policy, request digest, tool,
+    /// decision, stage, rule source, enforcement).
+    #[arg(long, value_name = "FILE")]
+    audit: Option<PathBuf>,
+    /// Advisory enforcement: log what would be blocked, but allow it (every record is marked
+    /// `advisory`, with the decision enforcement would have made). Needs `--audit`.
+    #[arg(long, requires = "audit")]
+    advisory: bool,
+}
+
 /// The flags that describe a request.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct RequestArgs {
@@ -321,8 +338,9 @@ pub fn run() -> i32 {
             tools,
             tools_file,
             json,
+            log,
             ..
-        } => commands::offer(&req, tools, tools_file.as_deref(), json),
+        } => commands::offer(&req, tools, tools_file.as_deref(), json, &log),
         Command::Import(ImportCommand::Mcp { file, server }) => {
             ecosystem::import_mcp(&file, server.as_deref())
         }
@@ -337,6 +355,7 @@ pub fn run() -> i32 {
             new_turn,
             legacy,
             json,
+            log,
         } => guard::guard(
             &req,
             &guard::CallArgs {
@@ -348,6 +367,7 @@ pub fn run() -> i32 {
                 legacy,
             },
             json,
+            &log,
         ),
         Command::McpProxy {
             req,

@@ -29,7 +29,7 @@ pub(crate) fn offer(
     })
     .map_err(|e| e.to_string())?;
     println!("== generation {}", watcher.generation());
-    commands::offer(req, tools.clone(), tools_file, json)?;
+    commands::offer(req, tools.clone(), tools_file, json, &Default::default())?;
     while let Ok(mut event) = rx.recv() {
         // Several events arrive per save; report the last one.
         std::thread::sleep(SETTLE);
@@ -39,7 +39,9 @@ pub(crate) fn offer(
         match event {
             Ok(generation) => {
                 println!("== generation {generation}");
-                if let Err(message) = commands::offer(req, tools.clone(), tools_file, json) {
+                if let Err(message) =
+                    commands::offer(req, tools.clone(), tools_file, json, &Default::default())
+                {
                     eprintln!("error: {message}");
                 }
             }

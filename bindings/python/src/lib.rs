@@ -929,6 +929,81 @@ impl IntentSource {
     }
 }
 
+/// Keeps the policy at `path` loaded and reloads it when the file or one of its includes
+/// changes (`watch=True`, the default), or when `reload_now()` is called. A broken edit never
+/// replaces the good policy: it is rejected, counted in `rejected`, and its report kept in
+/// `last_error`; `policy()` keeps returning the last good one. Raises `PolicyError` when the
+/// first load fails.
+#[pyclass(frozen, module = "toolwarden", name = "PolicyWatcher")]
+struct PolicyWatcher {
+    inner: toolwarden::watch::PolicyWatcher,
+    last_error: std::sync::Arc<std::sync::Mutex<Option<String>>>,
+}
+
+#[pymethods]
+impl PolicyWatcher {
+    #[new]
+    #[pyo3(signature = (path, watch=true))]
+    fn new(py: Python<'_>, path: PathBuf, watch: bool) -> PyResult<PolicyWatcher> {
+        let last_error = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let sink = std::sync::Arc::clone(&last_error);
+        let on_reload = move |event: &toolwarden::watch::ReloadEvent| {
+            if let Ok(mut slot) = sink.lock() {
+                *slot = match event {
+                    toolwarden::watch::ReloadEvent::Rejected { error, .. } => {
+                        Some(error.render().trim_end().to_string())
+                    }
+                    toolwarden::watch::ReloadEvent::Reloaded { .. } => None,
+                };
+            }
+        };
+        let made = py.allow_threads(|| {
+            if watch {
+                toolwarden::watch::PolicyWatcher::new(&path, on_reload)
+            } else {
+                toolwarden::watch::PolicyWatcher::unwatched(&path, on_reload)
+            }
+        });
+        match made {
+            Ok(inner) => Ok(PolicyWatcher { inner, last_error }),
+            Err(toolwarden::watch::WatchError::Load(e)) => Err(policy_error(py, e)),
+            Err(other) => Err(pyo3::exceptions::PyOSError::new_err(other.to_string())),
+        }
+    }
+
+    /// The policy served now (the last one that loaded).
+    fn policy(&self) -> Policy {
+        Policy {
+            inner: self.inner.policy(),
+        }
+    }
+
+    /// How many times a policy was loaded (1 after the first load).
+    #[getter]
+    fn generation(&self) -> u64 {
+        self.inner.generation()
+    }
+
+    /// How many edits were rejected because they did not load.
+    #[getter]
+    fn rejected(&self) -> u64 {
+        self.inner.rejected()
+    }
+
+    /// The rendered report of the last rejected edit, or `None` after a successful reload.
+    #[getter]
+    fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|e| e.clone())
+    }
+
+    /// Reloads now; returns the generation served afterwards. Raises `PolicyError` when the
+    /// text has errors (the previous policy stays served).
+    fn reload_now(&self, py: Python<'_>) -> PyResult<u64> {
+        py.allow_threads(|| self.inner.reload_now())
+            .map_err(|e| policy_error(py, e))
+    }
+}
+
 /// A compiled, immutable policy. Load with `Policy.from_file(path)`, `Policy.parse(text,
 /// name=...)` or `Policy.from_yaml(path, legacy=None)`; share one instance across threads.
 #[pyclass(frozen, module = "toolwarden", name = "Policy")]
@@ -1265,6 +1340,7 @@ impl Policy {
 fn _toolwarden(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Policy>()?;
+    m.add_class::<PolicyWatcher>()?;
     m.add_class::<Request>()?;
     m.add_class::<Intent>()?;
     m.add_class::<Turn>()?;

@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Literal, Optional, Sequence, TypeVar, Union,
 __version__: str
 __all__ = [
     "Policy",
+    "PolicyWatcher",
     "Request",
     "Intent",
     "Turn",
@@ -217,6 +218,20 @@ class Verdict:
     def to_dict(self) -> Dict[str, Any]:
         """Seed 004's result shape (``ok``, ``error``, ``metadata.blocked_by_policy``, ...)."""
     def to_json(self) -> str: ...
+
+@final
+class PolicyWatcher:
+    """Keeps a policy loaded and reloads it on change; a broken edit never replaces it."""
+
+    def __new__(cls, path: str | os.PathLike[str], watch: bool = True) -> PolicyWatcher: ...
+    def policy(self) -> Policy: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def rejected(self) -> int: ...
+    @property
+    def last_error(self) -> str | None: ...
+    def reload_now(self) -> int: ...
 
 @final
 class Policy:
