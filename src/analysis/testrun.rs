@@ -315,31 +315,11 @@ fn prepare(policy: &Policy, spec: &ReqSpec) -> Result<Prepared, (&'static str, S
         None => Request::default_mode(),
     };
     if let Some(roles) = &spec.roles {
-        for r in roles {
-            if !policy.roles().any(|x| x == r) {
-                return Err((
-                    "roles",
-                    format!(
-                        "unknown role `{r}`; the policy declares {}",
-                        known(policy.roles())
-                    ),
-                ));
-            }
-        }
+        all_declared("roles", "role", roles, || policy.roles())?;
         request = request.roles(roles.clone());
     }
     if let Some(perms) = &spec.permissions {
-        for p in perms {
-            if !policy.permissions().any(|x| x == p) {
-                return Err((
-                    "permissions",
-                    format!(
-                        "unknown permission `{p}`; the policy declares {}",
-                        known(policy.permissions())
-                    ),
-                ));
-            }
-        }
+        all_declared("permissions", "permission", perms, || policy.permissions())?;
         request = request.permissions(perms.clone());
     }
     if let Some(Some(t)) = &spec.tenant {
@@ -740,4 +720,27 @@ fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
         .map(str::to_string)
         .collect();
     cov
+}
+
+/// Checks that every name in `names` is declared (`declared` lists the policy's names);
+/// otherwise the error names the field and the unknown name.
+fn all_declared<'p, I>(
+    field: &'static str,
+    what: &str,
+    names: &[String],
+    declared: impl Fn() -> I,
+) -> Result<(), (&'static str, String)>
+where
+    I: Iterator<Item = &'p str>,
+{
+    match names.iter().find(|n| !declared().any(|x| x == n.as_str())) {
+        Some(n) => Err((
+            field,
+            format!(
+                "unknown {what} `{n}`; the policy declares {}",
+                known(declared())
+            ),
+        )),
+        None => Ok(()),
+    }
 }
