@@ -236,7 +236,7 @@ pub fn evaluate(policy: &Policy, rows: &[LabeledQuery]) -> Result<EvalReport, Ev
                 ambiguous: row.ambiguous,
                 text: row.text.clone(),
                 expected: row.intent.clone(),
-                got: intent.name,
+                got: intent.name.to_string(),
                 fallback: intent.fallback,
                 hits: intent.hits,
                 dropped: intent.dropped,

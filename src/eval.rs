@@ -321,7 +321,7 @@ impl Policy {
                 }
                 None => {
                     return Err(RequestError::UnknownIntent {
-                        intent: name.clone(),
+                        intent: name.to_string(),
                         known: known(&t.intents),
                     })
                 }

@@ -8,6 +8,7 @@
 //! present in one version only shows as added or removed cells. Each changed cell names the
 //! rule that changed it: the rule read at the first stage whose result differs.
 
+use arcstr::ArcStr;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -114,7 +115,7 @@ fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
         "default mode",
         p.default_mode().unwrap_or("(none)").to_string(),
     );
-    m.insert("fallback", p.fallback_intent().name);
+    m.insert("fallback", p.fallback_intent().name.to_string());
     m.insert("combine", p.classifier().combine_name().to_string());
     m.insert(
         "unknown",
@@ -385,8 +386,8 @@ impl PolicyDiff {
             if x.intents != y.intents {
                 self.queries.push(QueryChange {
                     text: q.to_string(),
-                    old: x.intents,
-                    new: y.intents,
+                    old: x.intents.iter().map(ArcStr::to_string).collect(),
+                    new: y.intents.iter().map(ArcStr::to_string).collect(),
                     new_hits: y
                         .hits
                         .iter()

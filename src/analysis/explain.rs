@@ -170,7 +170,7 @@ impl Policy {
         let mut trace = Trace {
             tool: tool.to_string(),
             mode: mode.name.to_string(),
-            intents: intent.intents.clone(),
+            intents: intent.intents.iter().map(|s| s.to_string()).collect(),
             matched: match matched {
                 ToolMatch::Declared(_) => "tool".to_string(),
                 ToolMatch::Pattern(i) => {

@@ -384,7 +384,7 @@ impl Req {
             r = r.connectors(*tier, servers.iter().copied());
         }
         let mut intent = Intent::named(self.intents[0]);
-        intent.intents = self.intents.iter().map(|s| s.to_string()).collect();
+        intent.intents = self.intents.iter().map(|&s| s.into()).collect();
         (r, intent)
     }
 

@@ -544,7 +544,7 @@ impl Intent {
     /// Every intent that counts.
     #[getter]
     fn intents(&self) -> Vec<String> {
-        self.inner.intents.clone()
+        self.inner.intents.iter().map(|s| s.to_string()).collect()
     }
 
     /// Keyword hits that counted, in query order.
