@@ -14,7 +14,7 @@
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
 
-use aho_corasick::automaton::Automaton;
+use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{Anchored, MatchKind};
 use arcstr::ArcStr;
@@ -107,8 +107,9 @@ pub struct Normalized {
     /// the original length. Empty when the map is the identity (every byte in place, as in
     /// lower-cased ASCII or Persian text with single spaces).
     origin: Vec<u32>,
-    /// Byte offsets in `text` where a ZWNJ was removed (when ZWNJ is read as nothing).
-    joins: Vec<usize>,
+    /// Byte offsets in `text`, ascending, of the spaces that stand for ZWNJ alone (a run of
+    /// white space made only of ZWNJ): a keyword may read each as a space or as nothing.
+    zwnj_spaces: Vec<usize>,
 }
 
 impl Normalized {
@@ -161,9 +162,9 @@ impl Normalized {
 ///    U+E0100–U+E01EF), tags (U+E0000–U+E007F) and the Hangul fillers.
 /// 4. White space: every run of white space (Unicode `White_Space`) becomes one space, and
 ///    leading and trailing space is dropped. ZWNJ (U+200C) counts as white space here; because it
-///    is a joiner that must match "a space or nothing", the classifier also reads a query that
-///    contains ZWNJ a second time with the ZWNJ removed, and keywords written with ZWNJ are
-///    compiled in both spellings, joined and spaced.
+///    is a joiner that must match "a space or nothing", a space that stands for ZWNJ alone is
+///    recorded, the classifier's keyword walk reads it both ways, and keywords written with ZWNJ
+///    are compiled in both spellings, joined and spaced.
 /// 5. Arabic-script unification: Arabic yeh `ي` and alef maksura `ى` -> Persian yeh `ی`, Arabic
 ///    kaf `ك` -> Persian kaf `ک`; tatweel U+0640 and harakat (U+064B–U+0652, superscript alef
 ///    U+0670) removed.
@@ -175,20 +176,19 @@ impl Normalized {
 ///    removed, so `devolução` reads `devolucao` and `bórralo` reads `borralo`.
 pub fn normalize(text: &str, fold_accents: bool) -> Normalized {
     let mut out = Normalized::default();
-    normalize_into(text, fold_accents, true, &mut out);
+    normalize_into(text, fold_accents, &mut out);
     out
 }
 
-/// [`normalize`] into `out` (its buffers are cleared and reused), with ZWNJ read as a space
-/// (`zwnj_as_space`) or removed.
+/// [`normalize`] into `out` (its buffers are cleared and reused).
 ///
 /// The byte-offset map is kept only once it stops being the identity: while every character so
 /// far produced exactly as many bytes as it had (lower-cased ASCII, Persian letters, single
 /// spaces), `out.origin` stays empty.
-fn normalize_into(text: &str, fold_accents: bool, zwnj_as_space: bool, out: &mut Normalized) {
+fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
     out.text.clear();
     out.origin.clear();
-    out.joins.clear();
+    out.zwnj_spaces.clear();
     let bytes = text.as_bytes();
     if text.is_ascii() && !needs_space_fix(bytes) {
         // Lower-casing ASCII keeps every byte in place: the map stays the identity.
@@ -247,14 +247,8 @@ fn normalize_into(text: &str, fold_accents: bool, zwnj_as_space: bool, out: &mut
             }
             Fast::Drop => {}
             Fast::Space => sink.space(&mut last_space, at),
-            Fast::Full if c.is_whitespace() || (c == '\u{200C}' && zwnj_as_space) => {
-                sink.space(&mut last_space, at)
-            }
-            Fast::Full if c == '\u{200C}' => {
-                sink.flush_marks();
-                let at_byte = sink.out.text.len();
-                sink.out.joins.push(at_byte);
-            }
+            Fast::Full if c.is_whitespace() => sink.space(&mut last_space, at),
+            Fast::Full if c == '\u{200C}' => sink.zwnj(&mut last_space, at),
             Fast::Full => each_normalized(c, fold_accents, |m| {
                 let ccc = canonical_combining_class(m);
                 if ccc == 0 {
@@ -274,6 +268,9 @@ fn normalize_into(text: &str, fold_accents: bool, zwnj_as_space: bool, out: &mut
         out.text.pop();
         if !identity {
             out.origin.pop();
+        }
+        if out.zwnj_spaces.last() == Some(&out.text.len()) {
+            out.zwnj_spaces.pop();
         }
     }
     if !identity {
@@ -455,11 +452,25 @@ impl Sink<'_> {
     }
 
     /// Step 4 for one white-space character at `offset`: one space, unless the output is empty
-    /// or already ends with one (`last_space`).
+    /// or already ends with one (`last_space`); a space that stood for ZWNJ alone no longer does.
     fn space(&mut self, last_space: &mut bool, offset: u32) {
         self.flush_marks();
         if !*last_space {
             self.push(' ', offset);
+            *last_space = true;
+        } else if self.out.zwnj_spaces.last() == Some(&(self.out.text.len().wrapping_sub(1))) {
+            self.out.zwnj_spaces.pop();
+        }
+    }
+
+    /// Step 4 for a ZWNJ at `offset`: like [`Sink::space`], but a space it starts is recorded
+    /// as standing for ZWNJ alone.
+    fn zwnj(&mut self, last_space: &mut bool, offset: u32) {
+        self.flush_marks();
+        if !*last_space {
+            let at = self.out.text.len();
+            self.push(' ', offset);
+            self.out.zwnj_spaces.push(at);
             *last_space = true;
         }
     }
@@ -563,8 +574,6 @@ pub(crate) struct Classifier {
     negator_texts: Vec<ArcStr>,
     /// Most words in one normalized negator (bounds the negator search window).
     max_negator_words: u32,
-    /// Most words in one normalized keyword or negator.
-    max_needle_words: u32,
     /// Widest negation window, in words.
     max_window: u32,
     intents: Vec<ArcStr>,
@@ -590,9 +599,9 @@ struct Scratch {
     words: Vec<(usize, usize)>,
     keywords: Vec<Found>,
     negators: Vec<Found>,
-    /// Keyword index of each hit in [`Scan::hits`] and [`Scan::dropped`], in the same order.
-    hit_keys: Vec<usize>,
-    dropped_keys: Vec<usize>,
+    /// Walks still to finish: (next byte, bytes read, automaton state), for the spaces that
+    /// stand for ZWNJ read as nothing.
+    branches: Vec<(usize, usize, StateID)>,
 }
 
 impl Scratch {
@@ -601,13 +610,12 @@ impl Scratch {
             norm: Normalized {
                 text: String::new(),
                 origin: Vec::new(),
-                joins: Vec::new(),
+                zwnj_spaces: Vec::new(),
             },
             words: Vec::new(),
             keywords: Vec::new(),
             negators: Vec::new(),
-            hit_keys: Vec::new(),
-            dropped_keys: Vec::new(),
+            branches: Vec::new(),
         }
     }
 
@@ -644,7 +652,6 @@ impl Classifier {
         let mut needles: Vec<String> = Vec::new();
         let mut patterns = Vec::new();
         let mut max_negator_words = 1u32;
-        let mut max_needle_words = 1u32;
         let mut norm = Normalized::default();
         let mut words = Vec::new();
         let mut add = |text: &str, target: Target, needles: &mut Vec<String>| {
@@ -653,13 +660,12 @@ impl Classifier {
                 None => (text, PatternKind::Word),
             };
             for variant in zwnj_variants(body) {
-                normalize_into(&variant, model.fold_accents, true, &mut norm);
+                normalize_into(&variant, model.fold_accents, &mut norm);
                 if norm.text.is_empty() {
                     continue;
                 }
                 word_ranges_into(&norm.text, &mut words);
                 let n_words = u32::try_from(words.len()).unwrap_or(u32::MAX);
-                max_needle_words = max_needle_words.max(n_words);
                 if let Target::Negator(_) = target {
                     max_negator_words = max_negator_words.max(n_words);
                 }
@@ -709,7 +715,6 @@ impl Classifier {
             max_window: model.negations.iter().map(|r| r.window).max().unwrap_or(0),
             negations: model.negations.clone(),
             max_negator_words,
-            max_needle_words,
             intents: model
                 .intents
                 .iter()
@@ -780,21 +785,7 @@ impl Classifier {
         }
         let truncated = cut < query.len();
         let query = &query[..cut];
-        let mut found = Scan::default();
-        scratch.hit_keys.clear();
-        scratch.dropped_keys.clear();
-        self.scan(query, true, &mut found, scratch);
-        if query.contains('\u{200C}') {
-            // ZWNJ also matches "nothing": read the query again with ZWNJ removed.
-            self.scan(query, false, &mut found, scratch);
-            sort_hits(&mut found.hits, &mut scratch.hit_keys);
-            sort_hits(&mut found.dropped, &mut scratch.dropped_keys);
-        }
-        let mut mask = 0u64;
-        for &k in &scratch.hit_keys {
-            let i = self.keywords[k].intent;
-            mask |= 1u64 << u32::from(i).min(63);
-        }
+        let (hits, dropped, mask) = self.scan(query, scratch);
         if mask == 0 {
             let fallback_name = self
                 .fallback
@@ -808,8 +799,8 @@ impl Classifier {
                     vec![fallback_name.clone()]
                 },
                 name: fallback_name,
-                hits: found.hits,
-                dropped: found.dropped,
+                hits,
+                dropped,
                 fallback: true,
                 truncated,
             };
@@ -825,145 +816,69 @@ impl Classifier {
         Intent {
             name,
             intents,
-            hits: found.hits,
-            dropped: found.dropped,
+            hits,
+            dropped,
             fallback: false,
             truncated,
         }
     }
 
-    /// Finds keyword hits in one reading of `query` (ZWNJ as a space, or removed) and adds those
-    /// not found yet (same keyword, same original span) to `acc`.
-    fn scan(&self, query: &str, zwnj_as_space: bool, acc: &mut Scan, scratch: &mut Scratch) {
+    /// Finds the keyword hits in `query`: `(counted, dropped, mask of the intents counted)`,
+    /// each list in query order.
+    fn scan(&self, query: &str, scratch: &mut Scratch) -> (Vec<Hit>, Vec<Hit>, u64) {
+        let (mut hits, mut dropped, mut mask) = (Vec::new(), Vec::new(), 0u64);
+        let Some(ac) = &self.automaton else {
+            return (hits, dropped, mask);
+        };
+        let Ok(start_state) = ac.start_state(Anchored::Yes) else {
+            return (hits, dropped, mask);
+        };
         let Scratch {
             norm,
             words,
             keywords,
             negators,
-            hit_keys,
-            dropped_keys,
+            branches,
         } = scratch;
-        let Some(ac) = &self.automaton else {
-            return;
-        };
-        let Ok(start_state) = ac.start_state(Anchored::Yes) else {
-            return;
-        };
-        normalize_into(query, self.fold_accents, zwnj_as_space, norm);
+        normalize_into(query, self.fold_accents, norm);
         let text = norm.text.as_str();
         word_ranges_into(text, words);
         keywords.clear();
         negators.clear();
         let bytes = text.as_bytes();
-        // In the reading with ZWNJ removed, only occurrences across a removed ZWNJ are new (the
-        // rest were found in the first reading): walk only from the word starts near the words
-        // that hold one, close enough to reach them or to negate a hit that does.
-        let joins: Vec<usize> = norm
-            .joins
-            .iter()
-            .copied()
-            .filter(|&p| {
-                let w = words.partition_point(|w| w.0 < p);
-                w > 0 && words[w - 1].1 > p
-            })
-            .collect();
-        let reach = self
-            .max_window
-            .saturating_add(self.max_needle_words)
-            .saturating_add(self.max_negator_words) as usize;
-        // near[w]: word w starts within `reach` words of a word holding a removed ZWNJ.
-        let mut near = vec![false; if zwnj_as_space { 0 } else { words.len() }];
-        if !zwnj_as_space {
-            let mut marks = vec![0i32; words.len() + 1];
-            for &p in &joins {
-                let w = words.partition_point(|w| w.0 < p).saturating_sub(1);
-                marks[w.saturating_sub(reach)] += 1;
-                marks[(w + reach + 1).min(words.len())] -= 1;
-            }
-            let mut open = 0;
-            for (w, n) in near.iter_mut().enumerate() {
-                open += marks[w];
-                *n = open > 0;
-            }
-        }
-        let near_join = |first: usize| near.get(first).copied().unwrap_or(false);
-        // Whether a removed ZWNJ lies strictly inside s..e (`joins` is sorted).
-        let crosses_join = |s: usize, e: usize| {
-            let i = joins.partition_point(|&p| p <= s);
-            joins.get(i).is_some_and(|&p| p < e)
-        };
+        let zwnj_spaces = &norm.zwnj_spaces[..];
         for (first, &(s, _)) in words.iter().enumerate() {
-            if !zwnj_as_space && !near_join(first) {
-                continue;
-            }
-            let mut sid = start_state;
-            for (i, &b) in bytes[s..].iter().enumerate() {
-                sid = ac.next_state(Anchored::Yes, sid, b);
-                if ac.is_dead(sid) {
-                    break;
-                }
-                if !ac.is_match(sid) {
-                    continue;
-                }
-                let e = s + i + 1;
-                for m in 0..ac.match_len(sid) {
-                    let info = &self.patterns[ac.match_pattern(sid, m).as_usize()];
-                    // Matches of shorter needles that end here but start after `s` are
-                    // reported from their own word start (or not at all).
-                    if info.len != e - s {
-                        continue;
+            // Walk the automaton from the word start. A space that stands for ZWNJ is read both
+            // as a space and as nothing: the second reading is a branch, walked after.
+            let mut walk = Some((s, 0, start_state));
+            while let Some((mut at, mut read, mut sid)) = walk.take().or_else(|| branches.pop()) {
+                while let Some(&b) = bytes.get(at) {
+                    if b == b' '
+                        && !zwnj_spaces.is_empty()
+                        && zwnj_spaces.binary_search(&at).is_ok()
+                    {
+                        branches.push((at + 1, read, sid));
                     }
-                    let last = match info.kind {
-                        PatternKind::Word => {
-                            match words[first..].binary_search_by_key(&e, |w| w.1) {
-                                Ok(j) => first + j,
-                                Err(_) => continue,
-                            }
-                        }
-                        PatternKind::Stem => words.partition_point(|w| w.0 < e).saturating_sub(1),
-                    };
-                    // A stem hit spans the whole word it starts.
-                    let end = match info.kind {
-                        PatternKind::Word => e,
-                        PatternKind::Stem => words.get(last).map_or(e, |w| w.1.max(e)),
-                    };
-                    let f = Found {
-                        start: s,
-                        end,
-                        first_word: u32::try_from(first).unwrap_or(u32::MAX),
-                        last_word: u32::try_from(last).unwrap_or(u32::MAX),
-                        target: info.target,
-                    };
-                    match info.target {
-                        Target::Keyword(_) if zwnj_as_space || crosses_join(s, e) => {
-                            keywords.push(f)
-                        }
-                        Target::Keyword(_) => {}
-                        Target::Negator(_) => negators.push(f),
+                    sid = ac.next_state(Anchored::Yes, sid, b);
+                    if ac.is_dead(sid) {
+                        break;
+                    }
+                    at += 1;
+                    read += 1;
+                    if ac.is_match(sid) {
+                        self.record(ac, sid, (s, at), read, first, words, keywords, negators);
                     }
                 }
             }
         }
         keywords.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
         keywords.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
-        negators.sort_by_key(|f| (f.start, f.end));
-        // Hits of an earlier reading (same keyword, same original span) are not added again.
-        let seen: std::collections::HashSet<((usize, usize), usize)> = acc
-            .hits
-            .iter()
-            .zip(hit_keys.iter())
-            .chain(acc.dropped.iter().zip(dropped_keys.iter()))
-            .map(|(h, k)| (h.span, *k))
-            .collect();
-
+        negators.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
+        negators.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
         for f in keywords.iter() {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            let span = (norm.origin(f.start), norm.origin_end(f.end));
-            if !seen.is_empty() && seen.contains(&(span, k)) {
-                continue;
-            }
             let negator = self.negator_of(f, negators);
             let entry = &self.keywords[k];
             let hit = Hit {
@@ -974,15 +889,62 @@ impl Classifier {
                     .cloned()
                     .unwrap_or_default(),
                 lang: entry.lang.clone(),
-                span,
+                span: (norm.origin(f.start), norm.origin_end(f.end)),
                 negated_by: negator.map(|n| self.negator_texts[n].clone()),
             };
             if negator.is_some() {
-                acc.dropped.push(hit);
-                dropped_keys.push(k);
+                dropped.push(hit);
             } else {
-                acc.hits.push(hit);
-                hit_keys.push(k);
+                mask |= 1u64 << u32::from(entry.intent).min(63);
+                hits.push(hit);
+            }
+        }
+        (hits, dropped, mask)
+    }
+
+    /// Records the needles that end in automaton state `sid` after a walk read `read` bytes
+    /// over `start..end` of the normalized text (which starts word `first` of `words`): those
+    /// as long as the walk (an anchored walk's state also reports shorter needles that start
+    /// later; they are found from their own word start) that end on a word boundary (`"word"`)
+    /// or anywhere (`"stem*"`, whose hit then spans the rest of its word).
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        ac: &NFA,
+        sid: StateID,
+        (start, end): (usize, usize),
+        read: usize,
+        first: usize,
+        words: &[(usize, usize)],
+        keywords: &mut Vec<Found>,
+        negators: &mut Vec<Found>,
+    ) {
+        for m in 0..ac.match_len(sid) {
+            let info = &self.patterns[ac.match_pattern(sid, m).as_usize()];
+            if info.len != read {
+                continue;
+            }
+            let last = match info.kind {
+                PatternKind::Word => match words[first..].binary_search_by_key(&end, |w| w.1) {
+                    Ok(j) => first + j,
+                    Err(_) => continue,
+                },
+                PatternKind::Stem => words.partition_point(|w| w.0 < end).saturating_sub(1),
+            };
+            let f = Found {
+                start,
+                // A stem hit spans the whole word it ends in.
+                end: match info.kind {
+                    PatternKind::Word => end,
+                    PatternKind::Stem => words.get(last).map_or(end, |w| w.1.max(end)),
+                },
+                first_word: u32::try_from(first).unwrap_or(u32::MAX),
+                last_word: u32::try_from(last).unwrap_or(u32::MAX),
+                target: info.target,
+            };
+            match info.target {
+                Target::Keyword(_) => keywords.push(f),
+                Target::Negator(_) => negators.push(f),
             }
         }
     }
@@ -1015,16 +977,6 @@ impl Classifier {
                 };
                 ok.then_some(n)
             })
-    }
-}
-
-/// Sorts hits by (span, keyword index), keeping `keys` (the keyword index of each hit) in step.
-fn sort_hits(hits: &mut Vec<Hit>, keys: &mut Vec<usize>) {
-    let mut pairs: Vec<(usize, Hit)> = keys.drain(..).zip(hits.drain(..)).collect();
-    pairs.sort_by_key(|(k, h)| (h.span, *k));
-    for (k, h) in pairs {
-        keys.push(k);
-        hits.push(h);
     }
 }
 
@@ -1262,13 +1214,6 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
         }
     }
     true
-}
-
-/// Keyword hits collected over the readings of one query.
-#[derive(Default)]
-struct Scan {
-    hits: Vec<Hit>,
-    dropped: Vec<Hit>,
 }
 
 fn target_index(t: Target) -> usize {
