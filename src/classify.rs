@@ -104,9 +104,11 @@ pub struct Normalized {
     /// For each byte of `text`, a byte offset in the original: of the byte it was copied from
     /// (in a run copied unchanged), or else of the character it came from; at every character
     /// boundary of `text` that is the offset of the original character. One extra entry holds
-    /// the original length. Empty when the map is the identity (every byte in place, as in
-    /// lower-cased ASCII or Persian text with single spaces).
+    /// `end`. Empty when the map is the identity (every byte in place, as in lower-cased ASCII
+    /// or Persian text with single spaces).
     origin: Vec<u32>,
+    /// The original text's length without its trailing white space (and ZWNJ).
+    end: u32,
     /// Byte offsets in `text`, ascending, of the spaces that stand for ZWNJ alone (a run of
     /// white space made only of ZWNJ): a keyword may read each as a space or as nothing.
     zwnj_spaces: Vec<usize>,
@@ -114,11 +116,15 @@ pub struct Normalized {
 
 impl Normalized {
     /// The byte offset in the original text of the character that produced byte `byte` of
-    /// [`Normalized::text`]; `text.len()` maps to the original length. Offsets past the end are
-    /// clamped to it.
+    /// [`Normalized::text`] (`byte` on a character boundary); `text.len()` and past it map to
+    /// the end of the original text's last character that is not white space.
     pub fn origin(&self, byte: usize) -> usize {
         if self.origin.is_empty() {
-            return byte.min(self.text.len());
+            return if byte >= self.text.len() {
+                self.end as usize
+            } else {
+                byte
+            };
         }
         let last = self.origin.len() - 1;
         self.origin[byte.min(last)] as usize
@@ -129,7 +135,7 @@ impl Normalized {
     /// removed right after the match, such as combining accents, are included).
     pub fn origin_end(&self, end: usize) -> usize {
         if self.origin.is_empty() {
-            return end.min(self.text.len());
+            return self.origin(end);
         }
         if end == 0 {
             return 0;
@@ -189,6 +195,8 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
     out.text.clear();
     out.origin.clear();
     out.zwnj_spaces.clear();
+    let trimmed = text.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{200C}');
+    out.end = u32::try_from(trimmed.len()).unwrap_or(u32::MAX);
     let bytes = text.as_bytes();
     if text.is_ascii() && !needs_space_fix(bytes) {
         // Lower-casing ASCII keeps every byte in place: the map stays the identity.
@@ -226,7 +234,7 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
                 sink.push(char::from(b.to_ascii_lowercase()), at);
                 last_space = false;
             }
-            sink.settle(before, at, offset);
+            sink.settle(before, at, offset, true);
             continue;
         }
         let Some(c) = char_at(text, offset) else {
@@ -234,6 +242,8 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
         };
         offset += c.len_utf8();
         let fast = table.get(c as usize - 0x80).copied().unwrap_or(Fast::Full);
+        // Only a character that becomes one character keeps offsets in place.
+        let single = !matches!(fast, Fast::Full | Fast::Drop);
         match fast {
             Fast::Keep => {
                 sink.flush_marks();
@@ -260,7 +270,7 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
                 last_space = false;
             }),
         }
-        sink.settle(before, at, offset);
+        sink.settle(before, at, offset, single);
     }
     sink.flush_marks();
     let Sink { out, identity, .. } = sink;
@@ -274,8 +284,7 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
         }
     }
     if !identity {
-        out.origin
-            .push(u32::try_from(text.len()).unwrap_or(u32::MAX));
+        out.origin.push(out.end);
     }
 }
 
@@ -287,6 +296,25 @@ fn copy_run(text: &str, start: usize, table: &[Fast]) -> usize {
     let mut i = start;
     let mut prev_space = true;
     while let Some(&b) = bytes.get(i) {
+        if b < 0x80 && i > start {
+            // Eight bytes at a time while they are printable ASCII with no two spaces in a row.
+            let from = i;
+            while let Some(chunk) = bytes.get(i..i + 8) {
+                let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+                let spaces = ascii_spaces(x);
+                if !is_printable_ascii(x)
+                    || spaces & (spaces << 8) != 0
+                    || (prev_space && spaces & 0x80 != 0)
+                {
+                    break;
+                }
+                prev_space = spaces >> 63 != 0;
+                i += 8;
+            }
+            if i > from {
+                continue;
+            }
+        }
         if b < 0x80 {
             // ASCII other than white space, and single spaces.
             if b > b' ' {
@@ -311,6 +339,26 @@ fn copy_run(text: &str, start: usize, table: &[Fast]) -> usize {
         i += c.len_utf8();
     }
     i
+}
+
+/// High bit of each byte: the SWAR masks of [`copy_run`].
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether all eight bytes of `x` are ASCII at or above U+0020.
+#[inline]
+fn is_printable_ascii(x: u64) -> bool {
+    // With no high bit set, adding 0x60 to a byte carries into its high bit exactly when the
+    // byte is at least 0x20, and never into the next byte.
+    x & HIGH_BITS == 0 && x.wrapping_add(0x6060_6060_6060_6060) & HIGH_BITS == HIGH_BITS
+}
+
+/// The high bit of each byte of `x` (all ASCII) that is a space.
+#[inline]
+fn ascii_spaces(x: u64) -> u64 {
+    let y = x ^ 0x2020_2020_2020_2020;
+    // A byte of `y` is zero exactly where `x` has a space: adding 0x7F to its low seven bits
+    // sets the high bit of every other byte.
+    !((y & !HIGH_BITS).wrapping_add(!HIGH_BITS) | y) & HIGH_BITS
 }
 
 /// The character of `text` that starts at byte `at`, if one does (a fast path for the
@@ -404,18 +452,19 @@ fn is_ascii_space(b: u8) -> bool {
     matches!(b, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ')
 }
 
-/// Whether ASCII text needs step 4 (white space) to change it: white space other than a single
-/// space between two other characters.
+/// Whether ASCII text may need more than lower-casing: it has a control character (white space
+/// other than a space is one), leading or trailing space, or two spaces in a row. Written as
+/// folds without early exit, which the compiler vectorizes.
 fn needs_space_fix(bytes: &[u8]) -> bool {
-    let mut prev_space = true;
-    let mut fix = false;
-    for &b in bytes {
-        let space = b == b' ';
-        fix |= (b < 0x20) & is_ascii_space(b);
-        fix |= space & prev_space;
-        prev_space = space;
-    }
-    fix | prev_space
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return true;
+    };
+    let control = bytes.iter().fold(false, |any, &b| any | (b < 0x20));
+    let double = bytes
+        .iter()
+        .zip(&bytes[1..])
+        .fold(false, |any, (&a, &b)| any | ((a == b' ') & (b == b' ')));
+    first == b' ' || last == b' ' || control || double
 }
 
 /// Where [`normalize_into`] writes: the output, whether its byte-offset map is still the
@@ -495,14 +544,15 @@ impl Sink<'_> {
     }
 
     /// Called after the input character at `offset..end` (which began when the output was
-    /// `before` bytes long): ends the identity map once the output no longer lines up with the
-    /// input. While the map is the identity no mark is pending, so every byte after `before`
-    /// came from this character.
-    fn settle(&mut self, before: usize, offset: u32, end: usize) {
-        if self.identity && (self.out.text.len() != end || !self.marks.is_empty()) {
+    /// `before` bytes long, and became at most one character when `single`): ends the identity
+    /// map once the output no longer lines up with the input character by character. While the
+    /// map is the identity no mark is pending, so every byte after `before` came from this
+    /// character.
+    fn settle(&mut self, before: usize, offset: u32, end: usize, single: bool) {
+        if self.identity && (!single || self.out.text.len() != end || !self.marks.is_empty()) {
             self.identity = false;
             let origin = &mut self.out.origin;
-            origin.extend((0..before).map(|i| u32::try_from(i).unwrap_or(u32::MAX)));
+            origin.extend(0..u32::try_from(before).unwrap_or(u32::MAX));
             origin.extend(std::iter::repeat_n(offset, self.out.text.len() - before));
         }
     }
@@ -568,6 +618,8 @@ pub(crate) struct Classifier {
     /// finds starts on a word boundary.
     automaton: Option<NFA>,
     patterns: Vec<PatternInfo>,
+    /// Which starts of a needle occur, to skip the walks that would end at once.
+    starts: NeedleStarts,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
     /// The text of each negation rule, as hits report it.
@@ -593,6 +645,79 @@ struct Found {
     target: Target,
 }
 
+/// The first bytes of every needle, as bit sets: a walk from a word start whose first bytes
+/// begin no needle would end within three steps, so it is not begun. Each set is 8 KiB or less.
+#[derive(Clone, Debug)]
+struct NeedleStarts {
+    /// Needles one byte long, by byte.
+    one: [u64; 4],
+    /// Needles two bytes long, by their two bytes (bit `256 * b0 + b1`).
+    two: Box<[u64; 1024]>,
+    /// Needles three bytes long or more, by a hash of their first three bytes (16 bits).
+    three: Box<[u64; 1024]>,
+}
+
+impl NeedleStarts {
+    fn new(needles: &[String]) -> NeedleStarts {
+        let mut starts = NeedleStarts {
+            one: [0; 4],
+            two: Box::new([0; 1024]),
+            three: Box::new([0; 1024]),
+        };
+        for n in needles {
+            match *n.as_bytes() {
+                [] => {}
+                [b0] => set_bit(&mut starts.one, usize::from(b0)),
+                [b0, b1] => set_bit(&mut starts.two[..], pair(b0, b1)),
+                [b0, b1, b2, ..] => set_bit(&mut starts.three[..], triple(b0, b1, b2)),
+            }
+        }
+        starts
+    }
+
+    /// Whether some needle may match `bytes` from `s`. Always true when one of the first
+    /// bytes is a space that stands for ZWNJ (read as nothing, it lets later bytes in).
+    #[inline]
+    fn may_start(&self, bytes: &[u8], s: usize, zwnj_spaces: &[usize]) -> bool {
+        let zwnj_at =
+            |i: usize| bytes.get(i) == Some(&b' ') && zwnj_spaces.binary_search(&i).is_ok();
+        let Some(&b0) = bytes.get(s) else {
+            return false;
+        };
+        if bit(&self.one, usize::from(b0)) {
+            return true;
+        }
+        let Some(&b1) = bytes.get(s + 1) else {
+            return false;
+        };
+        if bit(&self.two[..], pair(b0, b1)) || zwnj_at(s + 1) {
+            return true;
+        }
+        let Some(&b2) = bytes.get(s + 2) else {
+            return false;
+        };
+        bit(&self.three[..], triple(b0, b1, b2)) || zwnj_at(s + 2)
+    }
+}
+
+fn pair(b0: u8, b1: u8) -> usize {
+    usize::from(b0) << 8 | usize::from(b1)
+}
+
+fn triple(b0: u8, b1: u8, b2: u8) -> usize {
+    let x = u32::from(b0) << 16 | u32::from(b1) << 8 | u32::from(b2);
+    (x.wrapping_mul(0x9E37_79B1) >> 16) as usize
+}
+
+fn set_bit(set: &mut [u64], i: usize) {
+    set[i >> 6] |= 1 << (i & 63);
+}
+
+#[inline]
+fn bit(set: &[u64], i: usize) -> bool {
+    set[i >> 6] & (1 << (i & 63)) != 0
+}
+
 /// Buffers one classification needs, kept per thread so that a call allocates only its result.
 struct Scratch {
     norm: Normalized,
@@ -611,6 +736,7 @@ impl Scratch {
                 text: String::new(),
                 origin: Vec::new(),
                 zwnj_spaces: Vec::new(),
+                end: 0,
             },
             words: Vec::new(),
             keywords: Vec::new(),
@@ -704,6 +830,7 @@ impl Classifier {
                 .ok()
         };
         Classifier {
+            starts: NeedleStarts::new(&needles),
             automaton,
             patterns,
             keywords,
@@ -826,7 +953,8 @@ impl Classifier {
     /// Finds the keyword hits in `query`: `(counted, dropped, mask of the intents counted)`,
     /// each list in query order.
     fn scan(&self, query: &str, scratch: &mut Scratch) -> (Vec<Hit>, Vec<Hit>, u64) {
-        let (mut hits, mut dropped, mut mask) = (Vec::new(), Vec::new(), 0u64);
+        let mut mask = 0u64;
+        let (mut hits, mut dropped) = (Vec::new(), Vec::new());
         let Some(ac) = &self.automaton else {
             return (hits, dropped, mask);
         };
@@ -850,6 +978,9 @@ impl Classifier {
         for (first, &(s, _)) in words.iter().enumerate() {
             // Walk the automaton from the word start. A space that stands for ZWNJ is read both
             // as a space and as nothing: the second reading is a branch, walked after.
+            if !self.starts.may_start(bytes, s, zwnj_spaces) {
+                continue;
+            }
             let mut walk = Some((s, 0, start_state));
             while let Some((mut at, mut read, mut sid)) = walk.take().or_else(|| branches.pop()) {
                 while let Some(&b) = bytes.get(at) {
@@ -875,6 +1006,9 @@ impl Classifier {
         keywords.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
         negators.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
         negators.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
+        if negators.is_empty() {
+            hits.reserve_exact(keywords.len());
+        }
         for f in keywords.iter() {
             let Target::Keyword(k) = f.target else {
                 continue;
@@ -1084,7 +1218,7 @@ const fn word_class(c: char) -> WordClass {
 
 /// The [`WordClass`] and UTF-8 length of the character of `text` starting at byte `at`
 /// (`Other` past the end).
-#[inline]
+#[inline(always)]
 fn class_at(text: &str, at: usize) -> (WordClass, usize) {
     let bytes = text.as_bytes();
     match bytes.get(at) {
@@ -1125,14 +1259,12 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
             _ => {}
         }
         let start = i;
-        let mut only_joiners = class == WordClass::Joiner;
         // The class of the last character that is not a mark.
         let mut prev = class;
         let mut j = i + len;
         while j < n {
             let (k, len) = class_at(text, j);
             if k.is_core() {
-                only_joiners &= k == WordClass::Joiner;
                 prev = k;
                 j += len;
                 continue;
@@ -1161,13 +1293,27 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
             j += len;
         }
         // A segment of only `_` is not a word.
-        if !only_joiners {
+        if class != WordClass::Joiner || text.as_bytes()[start..j].iter().any(|&x| x != b'_') {
             words.push((start, j));
         }
         i = j;
     }
     true
 }
+
+/// ASCII bytes that words are runs of (letters, digits, `_`).
+const ASCII_CORE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = matches!(
+            ASCII_CLASS[b],
+            WordClass::Letter | WordClass::Digit | WordClass::Joiner
+        );
+        b += 1;
+    }
+    t
+};
 
 /// [`simple_word_ranges`] for ASCII text, a byte at a time.
 fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
@@ -1178,29 +1324,37 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
     let n = b.len();
     let mut i = 0;
     while i < n {
-        let c = class(i);
-        if !c.is_core() {
-            if c == WordClass::Unknown {
+        // Skip to the next word start.
+        while let Some(&x) = b.get(i) {
+            if ASCII_CORE[usize::from(x)] {
+                break;
+            }
+            if ASCII_CLASS[usize::from(x & 0x7F)] == WordClass::Unknown {
                 return false;
             }
             i += 1;
-            continue;
+        }
+        if i == n {
+            break;
         }
         let start = i;
-        i += 1;
         loop {
-            while i < n && class(i).is_core() {
+            while b.get(i).is_some_and(|&x| ASCII_CORE[usize::from(x)]) {
                 i += 1;
             }
             // `b[i]` may join the run as an infix between two letters or two digits.
-            let (prev, next) = (class(i.wrapping_sub(1)), class(i + 1));
             let infix = match class(i) {
                 WordClass::MidNumLet => {
+                    let (prev, next) = (class(i - 1), class(i + 1));
                     (prev == WordClass::Letter && next == WordClass::Letter)
                         || (prev == WordClass::Digit && next == WordClass::Digit)
                 }
-                WordClass::MidLetter => prev == WordClass::Letter && next == WordClass::Letter,
-                WordClass::MidNum => prev == WordClass::Digit && next == WordClass::Digit,
+                WordClass::MidLetter => {
+                    class(i - 1) == WordClass::Letter && class(i + 1) == WordClass::Letter
+                }
+                WordClass::MidNum => {
+                    class(i - 1) == WordClass::Digit && class(i + 1) == WordClass::Digit
+                }
                 _ => false,
             };
             if !infix {
@@ -1298,6 +1452,89 @@ mod tests {
             proptest::prop_assert_eq!(handled, marks_follow_letters, "{:?}", text);
             if handled {
                 proptest::prop_assert_eq!(words, full, "{:?}", text);
+            }
+        }
+    }
+
+    /// [`normalize`] written plainly, a character at a time (no tables, no runs, no lazy
+    /// offset map): `(text, origin of each byte, spaces that stand for ZWNJ alone)`.
+    fn reference_normalize(text: &str, fold: bool) -> (String, Vec<usize>, Vec<usize>) {
+        let (mut out, mut origin, mut zwnj) = (String::new(), Vec::new(), Vec::new());
+        let mut marks: Vec<(u8, char, usize)> = Vec::new();
+        let push = |out: &mut String, origin: &mut Vec<usize>, c: char, at: usize| {
+            out.push(c);
+            origin.extend(std::iter::repeat_n(at, c.len_utf8()));
+        };
+        let flush =
+            |out: &mut String, origin: &mut Vec<usize>, marks: &mut Vec<(u8, char, usize)>| {
+                marks.sort_by_key(|m| m.0);
+                for &(_, m, at) in marks.iter() {
+                    push(out, origin, m, at);
+                }
+                marks.clear();
+            };
+        let mut last_space = true;
+        for (at, c) in text.char_indices() {
+            if c.is_whitespace() || c == '\u{200C}' {
+                flush(&mut out, &mut origin, &mut marks);
+                if !last_space {
+                    if c == '\u{200C}' {
+                        zwnj.push(out.len());
+                    }
+                    push(&mut out, &mut origin, ' ', at);
+                    last_space = true;
+                } else if c != '\u{200C}' && zwnj.last() == Some(&(out.len().wrapping_sub(1))) {
+                    zwnj.pop();
+                }
+                continue;
+            }
+            each_normalized(c, fold, |m| {
+                let ccc = canonical_combining_class(m);
+                if ccc == 0 {
+                    flush(&mut out, &mut origin, &mut marks);
+                    push(&mut out, &mut origin, m, at);
+                } else {
+                    marks.push((ccc, m, at));
+                }
+                last_space = false;
+            });
+        }
+        flush(&mut out, &mut origin, &mut marks);
+        if out.ends_with(' ') {
+            out.pop();
+            origin.pop();
+            if zwnj.last() == Some(&out.len()) {
+                zwnj.pop();
+            }
+        }
+        origin.push(
+            text.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{200C}')
+                .len(),
+        );
+        (out, origin, zwnj)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// The fast paths of [`normalize`] (character tables, runs copied eight bytes at a time,
+        /// the offset map kept only once it is needed) give what the plain definition gives.
+        #[test]
+        fn normalize_agrees_with_its_plain_definition(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "a", "Z", "q", "7", " ", "  ", "\t", "\n", ".", "'", "_", "-", "abcdefgh",
+                "Delete The ROWS", "é", "e\u{301}", "\u{301}", "\u{327}", "ß", "ﬁ", "Ａ",
+                "ي", "ك", "ی", "ک", "\u{64E}", "\u{640}", "۳", "\u{200C}", "\u{200B}",
+                "\u{A0}", "¿", "ǅ", "Σ", "ς", "İ", "漢", "😀", "\u{0}", "\u{7F}", "حذف",
+            ]), 0..24),
+            fold in proptest::bool::ANY,
+        ) {
+            let text: String = parts.concat();
+            let n = normalize(&text, fold);
+            let (want, origin, zwnj) = reference_normalize(&text, fold);
+            proptest::prop_assert_eq!(&n.text, &want, "{:?}", text);
+            proptest::prop_assert_eq!(&n.zwnj_spaces, &zwnj, "{:?}", text);
+            for (b, _) in want.char_indices().chain([(want.len(), ' ')]) {
+                proptest::prop_assert_eq!(n.origin(b), origin[b], "{:?} at {}", text, b);
             }
         }
     }
