@@ -3,13 +3,17 @@
 //! A query is normalized exactly like the policy's keywords ([`normalize`]) and split into
 //! Unicode words (UAX #29 word boundaries, as `unicode-segmentation` computes them; a fast path
 //! gives the same boundaries for ASCII and common Arabic-script text). One automaton over every
-//! keyword and negator of every intent (an Aho-Corasick automaton walked anchored, i.e. a trie) is walked from
-//! each word start, so an occurrence always starts on a word boundary; `"word"` (and a phrase)
-//! must also end on one, `"stem*"` may end inside a word. A keyword hit with a negator within the
-//! negation window (in words, before or after) is dropped and reported in [`Intent::dropped`].
-//! Under `combine priority` the highest-priority intent with a surviving hit wins; under
-//! `combine union` every intent with a hit counts. A query without hits gets the `fallback`
-//! intent. Time is linear in the query length (each walk is bounded by the longest keyword).
+//! keyword and negator of every intent (an Aho-Corasick contiguous NFA, walked anchored: a trie)
+//! is walked from each word start whose first bytes begin some keyword, so an occurrence always
+//! starts on a word boundary; `"word"` (and a phrase) must also end on one, `"stem*"` may end
+//! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
+//! is repeated with every such space read as nothing (each walk reads them all one way). A
+//! keyword hit with a negator within the negation window (in words, before or after) is dropped
+//! and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
+//! without hits gets the `fallback` intent. Time is linear in the query length: at most two
+//! walks per word, each bounded by the longest keyword. A call allocates only its result (the
+//! working buffers are kept per thread).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
@@ -260,6 +264,11 @@ fn normalize_into(text: &str, fold_accents: bool, out: &mut Normalized) {
             Fast::Full if c.is_whitespace() => sink.space(&mut last_space, at),
             Fast::Full if c == '\u{200C}' => sink.zwnj(&mut last_space, at),
             Fast::Full => each_normalized(c, fold_accents, |m| {
+                // A compatibility decomposition may hold a space (`´` is a space and an accent).
+                if m.is_whitespace() {
+                    sink.space(&mut last_space, at);
+                    return;
+                }
                 let ccc = canonical_combining_class(m);
                 if ccc == 0 {
                     sink.flush_marks();
@@ -432,6 +441,7 @@ fn char_table(fold_accents: bool) -> &'static [Fast] {
                 each_normalized(c, fold_accents, |m| out.push(m));
                 match out[..] {
                     [] => Fast::Drop,
+                    [m] if m.is_whitespace() => Fast::Full,
                     [m] if canonical_combining_class(m) != 0 => Fast::Full,
                     [m] if m == c => Fast::Keep,
                     [m] => Fast::Char(m),
@@ -624,8 +634,6 @@ pub(crate) struct Classifier {
     negations: Vec<NegationRule>,
     /// The text of each negation rule, as hits report it.
     negator_texts: Vec<ArcStr>,
-    /// Most words in one normalized negator (bounds the negator search window).
-    max_negator_words: u32,
     /// Widest negation window, in words.
     max_window: u32,
     intents: Vec<ArcStr>,
@@ -724,9 +732,6 @@ struct Scratch {
     words: Vec<(usize, usize)>,
     keywords: Vec<Found>,
     negators: Vec<Found>,
-    /// Walks still to finish: (next byte, bytes read, automaton state), for the spaces that
-    /// stand for ZWNJ read as nothing.
-    branches: Vec<(usize, usize, StateID)>,
 }
 
 impl Scratch {
@@ -741,7 +746,6 @@ impl Scratch {
             words: Vec::new(),
             keywords: Vec::new(),
             negators: Vec::new(),
-            branches: Vec::new(),
         }
     }
 
@@ -761,8 +765,8 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
 }
 
-/// Lower-cases `s` into a shared string, reusing `pool`'s copy when one is equal (language tags
-/// repeat on every keyword).
+/// `s` as a shared string, reusing `pool`'s copy when one is equal (language tags repeat on
+/// every keyword).
 fn interned(pool: &mut Vec<ArcStr>, s: &str) -> ArcStr {
     if let Some(a) = pool.iter().find(|a| a.as_str() == s) {
         return a.clone();
@@ -777,9 +781,7 @@ impl Classifier {
     pub(crate) fn build(model: &Model) -> Classifier {
         let mut needles: Vec<String> = Vec::new();
         let mut patterns = Vec::new();
-        let mut max_negator_words = 1u32;
         let mut norm = Normalized::default();
-        let mut words = Vec::new();
         let mut add = |text: &str, target: Target, needles: &mut Vec<String>| {
             let (body, kind) = match text.strip_suffix('*') {
                 Some(stem) => (stem, PatternKind::Stem),
@@ -789,11 +791,6 @@ impl Classifier {
                 normalize_into(&variant, model.fold_accents, &mut norm);
                 if norm.text.is_empty() {
                     continue;
-                }
-                word_ranges_into(&norm.text, &mut words);
-                let n_words = u32::try_from(words.len()).unwrap_or(u32::MAX);
-                if let Target::Negator(_) = target {
-                    max_negator_words = max_negator_words.max(n_words);
                 }
                 patterns.push(PatternInfo {
                     target,
@@ -841,7 +838,6 @@ impl Classifier {
                 .collect(),
             max_window: model.negations.iter().map(|r| r.window).max().unwrap_or(0),
             negations: model.negations.clone(),
-            max_negator_words,
             intents: model
                 .intents
                 .iter()
@@ -966,7 +962,6 @@ impl Classifier {
             words,
             keywords,
             negators,
-            branches,
         } = scratch;
         normalize_into(query, self.fold_accents, norm);
         let text = norm.text.as_str();
@@ -976,36 +971,33 @@ impl Classifier {
         let bytes = text.as_bytes();
         let zwnj_spaces = &norm.zwnj_spaces[..];
         for (first, &(s, _)) in words.iter().enumerate() {
-            // Walk the automaton from the word start. A space that stands for ZWNJ is read both
-            // as a space and as nothing: the second reading is a branch, walked after.
             if !self.starts.may_start(bytes, s, zwnj_spaces) {
                 continue;
             }
-            let mut walk = Some((s, 0, start_state));
-            while let Some((mut at, mut read, mut sid)) = walk.take().or_else(|| branches.pop()) {
-                while let Some(&b) = bytes.get(at) {
-                    if b == b' '
-                        && !zwnj_spaces.is_empty()
-                        && zwnj_spaces.binary_search(&at).is_ok()
-                    {
-                        branches.push((at + 1, read, sid));
-                    }
-                    sid = ac.next_state(Anchored::Yes, sid, b);
-                    if ac.is_dead(sid) {
-                        break;
-                    }
-                    at += 1;
-                    read += 1;
-                    if ac.is_match(sid) {
-                        self.record(ac, sid, (s, at), read, first, words, keywords, negators);
-                    }
-                }
+            // Walk the automaton from the word start, reading every space that stands for ZWNJ
+            // as a space; if the walk reached one, walk again reading each as nothing.
+            let walk = Walk {
+                ac,
+                bytes,
+                zwnj_spaces,
+                start: s,
+                first,
+                words,
+            };
+            if walk.run(self, start_state, false, keywords, negators) {
+                walk.run(self, start_state, true, keywords, negators);
             }
         }
         keywords.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
         keywords.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
         negators.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
         negators.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
+        // Most words one negator occurrence covers (read across ZWNJ, more than its spelling).
+        let negator_words = negators
+            .iter()
+            .map(|g| g.last_word - g.first_word + 1)
+            .max()
+            .unwrap_or(1);
         if negators.is_empty() {
             hits.reserve_exact(keywords.len());
         }
@@ -1013,7 +1005,7 @@ impl Classifier {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            let negator = self.negator_of(f, negators);
+            let negator = self.negator_of(f, negators, negator_words);
             let entry = &self.keywords[k];
             let hit = Hit {
                 keyword: entry.text.clone(),
@@ -1036,61 +1028,15 @@ impl Classifier {
         (hits, dropped, mask)
     }
 
-    /// Records the needles that end in automaton state `sid` after a walk read `read` bytes
-    /// over `start..end` of the normalized text (which starts word `first` of `words`): those
-    /// as long as the walk (an anchored walk's state also reports shorter needles that start
-    /// later; they are found from their own word start) that end on a word boundary (`"word"`)
-    /// or anywhere (`"stem*"`, whose hit then spans the rest of its word).
-    #[allow(clippy::too_many_arguments)]
-    fn record(
-        &self,
-        ac: &NFA,
-        sid: StateID,
-        (start, end): (usize, usize),
-        read: usize,
-        first: usize,
-        words: &[(usize, usize)],
-        keywords: &mut Vec<Found>,
-        negators: &mut Vec<Found>,
-    ) {
-        for m in 0..ac.match_len(sid) {
-            let info = &self.patterns[ac.match_pattern(sid, m).as_usize()];
-            if info.len != read {
-                continue;
-            }
-            let last = match info.kind {
-                PatternKind::Word => match words[first..].binary_search_by_key(&end, |w| w.1) {
-                    Ok(j) => first + j,
-                    Err(_) => continue,
-                },
-                PatternKind::Stem => words.partition_point(|w| w.0 < end).saturating_sub(1),
-            };
-            let f = Found {
-                start,
-                // A stem hit spans the whole word it ends in.
-                end: match info.kind {
-                    PatternKind::Word => end,
-                    PatternKind::Stem => words.get(last).map_or(end, |w| w.1.max(end)),
-                },
-                first_word: u32::try_from(first).unwrap_or(u32::MAX),
-                last_word: u32::try_from(last).unwrap_or(u32::MAX),
-                target: info.target,
-            };
-            match info.target {
-                Target::Keyword(_) => keywords.push(f),
-                Target::Negator(_) => negators.push(f),
-            }
-        }
-    }
-
     /// The first negation rule (in query order of the negators) that cancels keyword hit `f`.
-    fn negator_of(&self, f: &Found, negators: &[Found]) -> Option<usize> {
+    /// `negators` is sorted by start; `negator_words` is the most words one of them covers.
+    fn negator_of(&self, f: &Found, negators: &[Found], negator_words: u32) -> Option<usize> {
         if negators.is_empty() {
             return None;
         }
         let lo_word = f
             .first_word
-            .saturating_sub(self.max_window.saturating_add(self.max_negator_words));
+            .saturating_sub(self.max_window.saturating_add(negator_words));
         let hi_word = f.last_word.saturating_add(self.max_window);
         let from = negators.partition_point(|g| g.first_word < lo_word);
         negators[from..]
@@ -1111,6 +1057,105 @@ impl Classifier {
                 };
                 ok.then_some(n)
             })
+    }
+}
+
+/// One walk of the keyword automaton from a word start of the normalized text.
+struct Walk<'a> {
+    ac: &'a NFA,
+    bytes: &'a [u8],
+    /// Spaces that stand for ZWNJ alone (ascending offsets).
+    zwnj_spaces: &'a [usize],
+    /// Where the walk starts: a word start, and that word's index in `words`.
+    start: usize,
+    first: usize,
+    words: &'a [(usize, usize)],
+}
+
+impl Walk<'_> {
+    /// Walks from `self.start` until no needle continues, recording every occurrence in
+    /// `keywords` or `negators`. With `joined`, every space that stands for ZWNJ is read as
+    /// nothing; without, as a space. Returns whether the walk reached such a space (so the other
+    /// reading may find more). At most as many steps as the longest needle, plus the spaces
+    /// skipped.
+    #[inline(always)]
+    fn run(
+        &self,
+        classifier: &Classifier,
+        start_state: StateID,
+        joined: bool,
+        keywords: &mut Vec<Found>,
+        negators: &mut Vec<Found>,
+    ) -> bool {
+        let (ac, mut sid) = (self.ac, start_state);
+        let (mut at, mut read, mut reached) = (self.start, 0, false);
+        while let Some(&b) = self.bytes.get(at) {
+            if b == b' '
+                && !self.zwnj_spaces.is_empty()
+                && self.zwnj_spaces.binary_search(&at).is_ok()
+            {
+                reached = true;
+                if joined {
+                    at += 1;
+                    continue;
+                }
+            }
+            sid = ac.next_state(Anchored::Yes, sid, b);
+            if ac.is_dead(sid) {
+                break;
+            }
+            at += 1;
+            read += 1;
+            if ac.is_match(sid) {
+                self.record(classifier, sid, at, read, keywords, negators);
+            }
+        }
+        reached
+    }
+
+    /// Records the needles that end in automaton state `sid` when the walk has read `read`
+    /// bytes and reached offset `end`: those as long as the walk (an anchored walk's state also
+    /// reports shorter needles that start later; they are found from their own word start) that
+    /// end on a word boundary (`"word"`) or anywhere (`"stem*"`, whose hit then spans the rest of
+    /// its word).
+    fn record(
+        &self,
+        classifier: &Classifier,
+        sid: StateID,
+        end: usize,
+        read: usize,
+        keywords: &mut Vec<Found>,
+        negators: &mut Vec<Found>,
+    ) {
+        let (ac, words, first) = (self.ac, self.words, self.first);
+        for m in 0..ac.match_len(sid) {
+            let info = &classifier.patterns[ac.match_pattern(sid, m).as_usize()];
+            if info.len != read {
+                continue;
+            }
+            let last = match info.kind {
+                PatternKind::Word => match words[first..].binary_search_by_key(&end, |w| w.1) {
+                    Ok(j) => first + j,
+                    Err(_) => continue,
+                },
+                PatternKind::Stem => words.partition_point(|w| w.0 < end).saturating_sub(1),
+            };
+            let f = Found {
+                start: self.start,
+                // A stem hit spans the whole word it ends in.
+                end: match info.kind {
+                    PatternKind::Word => end,
+                    PatternKind::Stem => words.get(last).map_or(end, |w| w.1.max(end)),
+                },
+                first_word: u32::try_from(first).unwrap_or(u32::MAX),
+                last_word: u32::try_from(last).unwrap_or(u32::MAX),
+                target: info.target,
+            };
+            match info.target {
+                Target::Keyword(_) => keywords.push(f),
+                Target::Negator(_) => negators.push(f),
+            }
+        }
     }
 }
 
@@ -1489,6 +1534,16 @@ mod tests {
                 continue;
             }
             each_normalized(c, fold, |m| {
+                if m.is_whitespace() {
+                    flush(&mut out, &mut origin, &mut marks);
+                    if !last_space {
+                        push(&mut out, &mut origin, ' ', at);
+                        last_space = true;
+                    } else if zwnj.last() == Some(&(out.len().wrapping_sub(1))) {
+                        zwnj.pop();
+                    }
+                    return;
+                }
                 let ccc = canonical_combining_class(m);
                 if ccc == 0 {
                     flush(&mut out, &mut origin, &mut marks);
@@ -1525,6 +1580,7 @@ mod tests {
                 "Delete The ROWS", "é", "e\u{301}", "\u{301}", "\u{327}", "ß", "ﬁ", "Ａ",
                 "ي", "ك", "ی", "ک", "\u{64E}", "\u{640}", "۳", "\u{200C}", "\u{200B}",
                 "\u{A0}", "¿", "ǅ", "Σ", "ς", "İ", "漢", "😀", "\u{0}", "\u{7F}", "حذف",
+                "\u{B4}", "\u{2100}", "\u{FE76}", "\u{FDFA}",
             ]), 0..24),
             fold in proptest::bool::ANY,
         ) {

@@ -375,3 +375,88 @@ fn a_one_mebibyte_query_classifies() {
     assert!(i.truncated);
     assert!(i.fallback);
 }
+
+#[test]
+fn spans_stay_on_character_boundaries_when_one_character_becomes_several() {
+    // U+2100 (account of) decomposes to "a/c": the hit for "cancel" starts inside it, so its
+    // span in the query must cover the whole character.
+    for (q, keyword, span) in [
+        ("\u{2100}ancel my order", "cancel", (0, 8)),
+        ("\u{2100}opy the file", "copy", (0, 6)),
+        ("elimine\u{2100}", "elimin*", (0, 10)),
+    ] {
+        let i = classify(q);
+        let h = i
+            .hits
+            .iter()
+            .find(|h| h.keyword == keyword)
+            .unwrap_or_else(|| panic!("{q:?}: no hit for {keyword}: {:?}", i.hits));
+        assert_eq!(h.span, span, "{q:?}");
+        assert!(q.get(h.span.0..h.span.1).is_some(), "{q:?}");
+    }
+}
+
+#[test]
+fn a_span_does_not_reach_over_trailing_white_space() {
+    assert_eq!(classify("delete ").hits[0].span, (0, 6));
+    assert_eq!(classify("delete  \t").hits[0].span, (0, 6));
+    assert_eq!(classify("Délete\u{3000}").hits[0].span, (0, 7));
+}
+
+#[test]
+fn a_space_inside_a_compatibility_character_is_white_space() {
+    // U+00B4 (acute accent) is a space and a combining accent: the phrase "wipe out" still
+    // reads across it.
+    let i = classify("wipe \u{b4} out the table");
+    assert!(
+        i.hits.iter().any(|h| h.keyword == "wipe out"),
+        "{:?}",
+        i.hits
+    );
+    assert_eq!(
+        toolwarden::normalize("wipe \u{b4} out", true).text,
+        "wipe out"
+    );
+}
+
+#[test]
+fn a_negator_read_across_many_zwnj_still_negates() {
+    let q = "w\u{200C}i\u{200C}t\u{200C}h\u{200C}o\u{200C}u\u{200C}t deleting";
+    let i = classify(q);
+    assert_eq!(i.name, "read", "{:?}", i.dropped);
+    assert_eq!(i.dropped[0].negated_by.as_deref(), Some("without"));
+}
+
+#[test]
+fn zwnj_spaces_are_read_all_spaced_or_all_joined() {
+    // Every spacing of "aaaa" is a keyword; the query's spaces all stand for ZWNJ. A walk reads
+    // them all as spaces or all as nothing, never a mix: from each of the three starts with
+    // four letters left, "a a a a" and "aaaa" hit, and nothing else.
+    let variants = [
+        "aaaa", "a aaa", "aa aa", "aaa a", "a a aa", "a aa a", "aa a a", "a a a a",
+    ];
+    let list: Vec<String> = variants.iter().map(|v| format!("\"{v}\"")).collect();
+    let p = small(&format!(
+        "{SMALL_HEAD}\nkeywords write {{ en {} }}\n",
+        list.join(", ")
+    ));
+    let q = "a\u{200C}".repeat(6);
+    let i = p.classify(&q);
+    let mut got: Vec<(&str, usize)> = i
+        .hits
+        .iter()
+        .map(|h| (h.keyword.as_str(), h.span.0))
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        vec![
+            ("a a a a", 0),
+            ("a a a a", 4),
+            ("a a a a", 8),
+            ("aaaa", 0),
+            ("aaaa", 4),
+            ("aaaa", 8)
+        ]
+    );
+}
