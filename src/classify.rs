@@ -305,8 +305,9 @@ fn copy_run(text: &str, start: usize, table: &[Fast]) -> usize {
     let mut i = start;
     let mut prev_space = true;
     while let Some(&b) = bytes.get(i) {
-        if b < 0x80 && i > start {
-            // Eight bytes at a time while they are printable ASCII with no two spaces in a row.
+        if b < 0x80 && i > start && bytes[i - 1] < 0x80 {
+            // Inside ASCII text, eight bytes at a time while they are printable with no two
+            // spaces in a row.
             let from = i;
             while let Some(chunk) = bytes.get(i..i + 8) {
                 let x = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
@@ -338,10 +339,20 @@ fn copy_run(text: &str, start: usize, table: &[Fast]) -> usize {
             i += 1;
             continue;
         }
+        if let (0xC2..=0xDF, Some(&next)) = (b, bytes.get(i + 1)) {
+            // A two-byte character, looked up without decoding it to a `char` first.
+            let u = usize::from(b & 0x1F) << 6 | usize::from(next & 0x3F);
+            if !matches!(table.get(u - 0x80), Some(Fast::Keep)) {
+                break;
+            }
+            prev_space = false;
+            i += 2;
+            continue;
+        }
         let Some(c) = char_at(text, i) else {
             break;
         };
-        if table.get(c as usize - 0x80) != Some(&Fast::Keep) {
+        if !matches!(table.get(c as usize - 0x80), Some(Fast::Keep)) {
             break;
         }
         prev_space = false;
@@ -1307,7 +1318,20 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
         // The class of the last character that is not a mark.
         let mut prev = class;
         let mut j = i + len;
+        let bytes = text.as_bytes();
         while j < n {
+            // Runs of two-byte letters (Arabic script) first, without the general dispatch.
+            while let (Some(&lead @ 0xC2..=0xDF), Some(&next)) = (bytes.get(j), bytes.get(j + 1)) {
+                let u = usize::from(lead & 0x1F) << 6 | usize::from(next & 0x3F);
+                if !matches!(SHORT_CLASS.get(u), Some(WordClass::Letter)) {
+                    break;
+                }
+                prev = WordClass::Letter;
+                j += 2;
+            }
+            if j >= n {
+                break;
+            }
             let (k, len) = class_at(text, j);
             if k.is_core() {
                 prev = k;
