@@ -341,8 +341,7 @@ fn copy_run(text: &str, start: usize, table: &[Fast]) -> usize {
         }
         if let (0xC2..=0xDF, Some(&next)) = (b, bytes.get(i + 1)) {
             // A two-byte character, looked up without decoding it to a `char` first.
-            let u = usize::from(b & 0x1F) << 6 | usize::from(next & 0x3F);
-            if !matches!(table.get(u - 0x80), Some(Fast::Keep)) {
+            if !matches!(table.get(two_byte(b, next) - 0x80), Some(Fast::Keep)) {
                 break;
             }
             prev_space = false;
@@ -381,6 +380,12 @@ fn ascii_spaces(x: u64) -> u64 {
     !((y & !HIGH_BITS).wrapping_add(!HIGH_BITS) | y) & HIGH_BITS
 }
 
+/// The code point (below U+0800) of the two-byte UTF-8 sequence `lead`, `next`.
+#[inline(always)]
+fn two_byte(lead: u8, next: u8) -> usize {
+    usize::from(lead & 0x1F) << 6 | usize::from(next & 0x3F)
+}
+
 /// The character of `text` that starts at byte `at`, if one does (a fast path for the
 /// two-byte characters of Latin, Greek, Cyrillic, Hebrew and Arabic text).
 #[inline]
@@ -389,7 +394,7 @@ fn char_at(text: &str, at: usize) -> Option<char> {
     match *bytes.get(at)? {
         b @ 0xC2..=0xDF => {
             let next = *bytes.get(at + 1)?;
-            char::from_u32(u32::from(b & 0x1F) << 6 | u32::from(next & 0x3F))
+            char::from_u32(two_byte(b, next) as u32)
         }
         _ => text.get(at..)?.chars().next(),
     }
@@ -1204,6 +1209,21 @@ enum WordClass {
 }
 
 impl WordClass {
+    /// Whether a character of this class between characters of classes `prev` and `next`
+    /// stays inside the word: `.` `'` `:` between letters (WB6/7), `.` `'` `,` `;` `،` between
+    /// digits (WB11/12).
+    #[inline]
+    fn joins(self, prev: WordClass, next: WordClass) -> bool {
+        let letters = prev == WordClass::Letter && next == WordClass::Letter;
+        let digits = prev == WordClass::Digit && next == WordClass::Digit;
+        match self {
+            WordClass::MidNumLet => letters || digits,
+            WordClass::MidLetter => letters,
+            WordClass::MidNum => digits,
+            _ => false,
+        }
+    }
+
     /// Letters, digits and `_`: the characters a word is a run of.
     fn is_core(self) -> bool {
         matches!(
@@ -1282,8 +1302,8 @@ fn class_at(text: &str, at: usize) -> (WordClass, usize) {
         Some(&b) if b < 0x80 => (ASCII_CLASS[usize::from(b)], 1),
         Some(&b) if b < 0xE0 => {
             let next = bytes.get(at + 1).copied().unwrap_or(0);
-            let u = usize::from(b & 0x1F) << 6 | usize::from(next & 0x3F);
-            (SHORT_CLASS.get(u).copied().unwrap_or(WordClass::Unknown), 2)
+            let class = SHORT_CLASS.get(two_byte(b, next)).copied();
+            (class.unwrap_or(WordClass::Unknown), 2)
         }
         Some(_) => text
             .get(at..)
@@ -1322,8 +1342,10 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
         while j < n {
             // Runs of two-byte letters (Arabic script) first, without the general dispatch.
             while let (Some(&lead @ 0xC2..=0xDF), Some(&next)) = (bytes.get(j), bytes.get(j + 1)) {
-                let u = usize::from(lead & 0x1F) << 6 | usize::from(next & 0x3F);
-                if !matches!(SHORT_CLASS.get(u), Some(WordClass::Letter)) {
+                if !matches!(
+                    SHORT_CLASS.get(two_byte(lead, next)),
+                    Some(WordClass::Letter)
+                ) {
                     break;
                 }
                 prev = WordClass::Letter;
@@ -1346,16 +1368,7 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
                 continue;
             }
             let (next, _) = class_at(text, j + len);
-            let infix = match k {
-                WordClass::MidNumLet => {
-                    (prev == WordClass::Letter && next == WordClass::Letter)
-                        || (prev == WordClass::Digit && next == WordClass::Digit)
-                }
-                WordClass::MidLetter => prev == WordClass::Letter && next == WordClass::Letter,
-                WordClass::MidNum => prev == WordClass::Digit && next == WordClass::Digit,
-                _ => false,
-            };
-            if !infix {
+            if !k.joins(prev, next) {
                 break;
             }
             prev = k;
@@ -1412,20 +1425,11 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
                 i += 1;
             }
             // `b[i]` may join the run as an infix between two letters or two digits.
-            let infix = match class(i) {
-                WordClass::MidNumLet => {
-                    let (prev, next) = (class(i - 1), class(i + 1));
-                    (prev == WordClass::Letter && next == WordClass::Letter)
-                        || (prev == WordClass::Digit && next == WordClass::Digit)
-                }
-                WordClass::MidLetter => {
-                    class(i - 1) == WordClass::Letter && class(i + 1) == WordClass::Letter
-                }
-                WordClass::MidNum => {
-                    class(i - 1) == WordClass::Digit && class(i + 1) == WordClass::Digit
-                }
-                _ => false,
-            };
+            let mid = class(i);
+            let infix = matches!(
+                mid,
+                WordClass::MidNumLet | WordClass::MidLetter | WordClass::MidNum
+            ) && mid.joins(class(i - 1), class(i + 1));
             if !infix {
                 break;
             }
