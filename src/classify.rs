@@ -621,12 +621,22 @@ enum Target {
     Negator(usize),
 }
 
-#[derive(Clone, Debug)]
+/// One keyword or negator spelling that a needle stands for.
+#[derive(Clone, Copy, Debug)]
 struct PatternInfo {
     target: Target,
     kind: PatternKind,
-    /// Length of the normalized needle, in bytes.
-    len: usize,
+}
+
+/// One distinct normalized text of the automaton: its length and the spellings it stands for
+/// (several keywords, or a keyword and a negator, may normalize to the same text).
+#[derive(Clone, Copy, Debug)]
+struct Needle {
+    /// Length in bytes.
+    len: u32,
+    /// Its entries in `Classifier::patterns`: `first..first + count`.
+    first: u32,
+    count: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -643,6 +653,9 @@ pub(crate) struct Classifier {
     /// normalized keyword and negator; it is run from each word start, so every occurrence it
     /// finds starts on a word boundary.
     automaton: Option<NFA>,
+    /// The automaton's patterns, by pattern id: each distinct normalized needle once.
+    needles: Vec<Needle>,
+    /// The spellings of every needle, grouped by needle.
     patterns: Vec<PatternInfo>,
     /// Which starts of a needle occur, to skip the walks that would end at once.
     starts: NeedleStarts,
@@ -795,25 +808,19 @@ fn interned(pool: &mut Vec<ArcStr>, s: &str) -> ArcStr {
 impl Classifier {
     /// Builds the automaton from the checked model's keywords and negators.
     pub(crate) fn build(model: &Model) -> Classifier {
-        let mut needles: Vec<String> = Vec::new();
-        let mut patterns = Vec::new();
+        // Every spelling as (normalized text, pattern), grouped below by text.
+        let mut spellings: Vec<(String, PatternInfo)> = Vec::new();
         let mut norm = Normalized::default();
-        let mut add = |text: &str, target: Target, needles: &mut Vec<String>| {
+        let mut add = |text: &str, target: Target, spellings: &mut Vec<(String, PatternInfo)>| {
             let (body, kind) = match text.strip_suffix('*') {
                 Some(stem) => (stem, PatternKind::Stem),
                 None => (text, PatternKind::Word),
             };
             for variant in zwnj_variants(body) {
                 normalize_into(&variant, model.fold_accents, &mut norm);
-                if norm.text.is_empty() {
-                    continue;
+                if !norm.text.is_empty() {
+                    spellings.push((norm.text.clone(), PatternInfo { target, kind }));
                 }
-                patterns.push(PatternInfo {
-                    target,
-                    kind,
-                    len: norm.text.len(),
-                });
-                needles.push(norm.text.clone());
             }
         };
         let mut langs = Vec::new();
@@ -827,24 +834,47 @@ impl Classifier {
             })
             .collect();
         for (i, k) in model.keywords.iter().enumerate() {
-            add(&k.text, Target::Keyword(i), &mut needles);
+            add(&k.text, Target::Keyword(i), &mut spellings);
         }
         for (i, n) in model.negations.iter().enumerate() {
-            add(&n.text, Target::Negator(i), &mut needles);
+            add(&n.text, Target::Negator(i), &mut spellings);
         }
-        let automaton = if needles.is_empty() {
+        // Stable: the spellings of one text keep their declaration order.
+        spellings.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut texts: Vec<String> = Vec::new();
+        let mut needles: Vec<Needle> = Vec::new();
+        let mut patterns = Vec::with_capacity(spellings.len());
+        for (text, info) in spellings {
+            if texts.last() != Some(&text) {
+                needles.push(Needle {
+                    len: u32::try_from(text.len()).unwrap_or(u32::MAX),
+                    first: u32::try_from(patterns.len()).unwrap_or(u32::MAX),
+                    count: 0,
+                });
+                texts.push(text);
+            }
+            if let Some(n) = needles.last_mut() {
+                n.count += 1;
+            }
+            patterns.push(info);
+        }
+        let automaton = if texts.is_empty() {
             None
         } else {
             // A contiguous NFA: a few hundred KiB for the shipped lexicon where a DFA takes
-            // megabytes, at a small cost per byte walked.
+            // megabytes, at a small cost per byte walked. It is only walked anchored, as a trie;
+            // leftmost-longest semantics keep the trie whole and leave a needle's state
+            // reporting that needle alone, where standard semantics would add every shorter
+            // needle that ends there.
             aho_corasick::nfa::contiguous::Builder::new()
-                .match_kind(MatchKind::Standard)
-                .build(&needles)
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&texts)
                 .ok()
         };
         Classifier {
-            starts: NeedleStarts::new(&needles),
+            starts: NeedleStarts::new(&texts),
             automaton,
+            needles,
             patterns,
             keywords,
             negator_texts: model
@@ -1129,11 +1159,11 @@ impl Walk<'_> {
         reached
     }
 
-    /// Records the needles that end in automaton state `sid` when the walk has read `read`
-    /// bytes and reached offset `end`: those as long as the walk (an anchored walk's state also
-    /// reports shorter needles that start later; they are found from their own word start) that
-    /// end on a word boundary (`"word"`) or anywhere (`"stem*"`, whose hit then spans the rest of
-    /// its word).
+    /// Records the spellings of the needle that ends in automaton state `sid` when the walk has
+    /// read `read` bytes and reached offset `end`: the needle as long as the walk (a state may
+    /// also report shorter needles that start later; they are found from their own word start),
+    /// for spellings that end on a word boundary (`"word"`) or anywhere (`"stem*"`, whose hit
+    /// then spans the rest of its word).
     fn record(
         &self,
         classifier: &Classifier,
@@ -1144,11 +1174,15 @@ impl Walk<'_> {
         negators: &mut Vec<Found>,
     ) {
         let (ac, words, first) = (self.ac, self.words, self.first);
-        for m in 0..ac.match_len(sid) {
-            let info = &classifier.patterns[ac.match_pattern(sid, m).as_usize()];
-            if info.len != read {
-                continue;
-            }
+        // Needles are distinct, so at most one is as long as the walk.
+        let Some(needle) = (0..ac.match_len(sid))
+            .map(|m| ac.match_pattern(sid, m).as_usize())
+            .find_map(|p| classifier.needles.get(p).filter(|n| n.len as usize == read))
+        else {
+            return;
+        };
+        let (from, count) = (needle.first as usize, needle.count as usize);
+        for info in &classifier.patterns[from..from + count] {
             let last = match info.kind {
                 PatternKind::Word => match words[first..].binary_search_by_key(&end, |w| w.1) {
                     Ok(j) => first + j,
