@@ -22,6 +22,7 @@ use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{Anchored, MatchKind};
 use arcstr::ArcStr;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::cell::RefCell;
 use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
@@ -657,8 +658,8 @@ pub(crate) struct Classifier {
     needles: Vec<Needle>,
     /// The spellings of every needle, grouped by needle.
     patterns: Vec<PatternInfo>,
-    /// Which starts of a needle occur, to skip the walks that would end at once.
-    starts: NeedleStarts,
+    /// Where walks begin, three bytes in where it can.
+    starts: WalkStarts,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
     /// The text of each negation rule, as hits report it.
@@ -682,58 +683,87 @@ struct Found {
     target: Target,
 }
 
-/// The first bytes of every needle, as bit sets: a walk from a word start whose first bytes
-/// begin no needle would end within three steps, so it is not begun. Each set is 8 KiB or less.
+/// Where walks of the automaton begin. A walk from a word start reads its first three bytes in
+/// one lookup: the anchored state they lead to is computed once, when the classifier is built,
+/// for the first three bytes of every needle (a memo of the automaton's own transitions, so a
+/// walk that no needle begins ends at once). A start that one- or two-byte needles begin, or
+/// whose first bytes hold a space that stands for ZWNJ, steps from the start state instead.
 #[derive(Clone, Debug)]
-struct NeedleStarts {
+struct WalkStarts {
     /// Needles one byte long, by byte.
     one: [u64; 4],
     /// Needles two bytes long, by their two bytes (bit `256 * b0 + b1`).
     two: Box<[u64; 1024]>,
-    /// Needles three bytes long or more, by a hash of their first three bytes (16 bits).
-    three: Box<[u64; 1024]>,
+    /// The anchored state after the first three bytes of each needle of three bytes or more,
+    /// by those bytes (`b0 << 16 | b1 << 8 | b2`).
+    three: FxHashMap<u32, StateID>,
 }
 
-impl NeedleStarts {
-    fn new(needles: &[String]) -> NeedleStarts {
-        let mut starts = NeedleStarts {
+/// How a walk from a word start begins (see [`WalkStarts`]).
+enum Start {
+    /// No needle begins here.
+    None,
+    /// Step from the start state.
+    Step,
+    /// Go on from this state, three bytes in.
+    Three(StateID),
+}
+
+impl WalkStarts {
+    /// The starts of `needles` (the automaton's patterns, in `ac`).
+    fn new(ac: Option<&NFA>, needles: &[String]) -> WalkStarts {
+        let mut starts = WalkStarts {
             one: [0; 4],
             two: Box::new([0; 1024]),
-            three: Box::new([0; 1024]),
+            three: FxHashMap::default(),
         };
+        let start = ac.and_then(|ac| Some((ac, ac.start_state(Anchored::Yes).ok()?)));
         for n in needles {
             match *n.as_bytes() {
                 [] => {}
                 [b0] => set_bit(&mut starts.one, usize::from(b0)),
                 [b0, b1] => set_bit(&mut starts.two[..], pair(b0, b1)),
-                [b0, b1, b2, ..] => set_bit(&mut starts.three[..], triple(b0, b1, b2)),
+                [b0, b1, b2, ..] => {
+                    let Some((ac, sid)) = start else { continue };
+                    let sid = [b0, b1, b2]
+                        .iter()
+                        .fold(sid, |sid, &b| ac.next_state(Anchored::Yes, sid, b));
+                    if !ac.is_dead(sid) {
+                        starts.three.insert(triple(b0, b1, b2), sid);
+                    }
+                }
             }
         }
         starts
     }
 
-    /// Whether some needle may match `bytes` from `s`. Always true when one of the first
-    /// bytes is a space that stands for ZWNJ (read as nothing, it lets later bytes in).
+    /// How the walk from word start `s` of `bytes` begins.
     #[inline]
-    fn may_start(&self, bytes: &[u8], s: usize, zwnj_spaces: &[usize]) -> bool {
+    fn start(&self, bytes: &[u8], s: usize, zwnj_spaces: &[usize]) -> Start {
         let zwnj_at =
             |i: usize| bytes.get(i) == Some(&b' ') && zwnj_spaces.binary_search(&i).is_ok();
         let Some(&b0) = bytes.get(s) else {
-            return false;
+            return Start::None;
         };
         if bit(&self.one, usize::from(b0)) {
-            return true;
+            return Start::Step;
         }
         let Some(&b1) = bytes.get(s + 1) else {
-            return false;
+            return Start::None;
         };
         if bit(&self.two[..], pair(b0, b1)) || zwnj_at(s + 1) {
-            return true;
+            return Start::Step;
         }
         let Some(&b2) = bytes.get(s + 2) else {
-            return false;
+            return Start::None;
         };
-        bit(&self.three[..], triple(b0, b1, b2)) || zwnj_at(s + 2)
+        if zwnj_at(s + 2) {
+            return Start::Step;
+        }
+        match self.three.get(&triple(b0, b1, b2)) {
+            Some(&sid) => Start::Three(sid),
+            None => Start::None,
+        }
     }
 }
 
@@ -741,9 +771,8 @@ fn pair(b0: u8, b1: u8) -> usize {
     usize::from(b0) << 8 | usize::from(b1)
 }
 
-fn triple(b0: u8, b1: u8, b2: u8) -> usize {
-    let x = u32::from(b0) << 16 | u32::from(b1) << 8 | u32::from(b2);
-    (x.wrapping_mul(0x9E37_79B1) >> 16) as usize
+fn triple(b0: u8, b1: u8, b2: u8) -> u32 {
+    u32::from(b0) << 16 | u32::from(b1) << 8 | u32::from(b2)
 }
 
 fn set_bit(set: &mut [u64], i: usize) {
@@ -872,7 +901,7 @@ impl Classifier {
                 .ok()
         };
         Classifier {
-            starts: NeedleStarts::new(&texts),
+            starts: WalkStarts::new(automaton.as_ref(), &texts),
             automaton,
             needles,
             patterns,
@@ -1017,11 +1046,14 @@ impl Classifier {
         let bytes = text.as_bytes();
         let zwnj_spaces = &norm.zwnj_spaces[..];
         for (first, &(s, _)) in words.iter().enumerate() {
-            if !self.starts.may_start(bytes, s, zwnj_spaces) {
-                continue;
-            }
+            let (sid, read) = match self.starts.start(bytes, s, zwnj_spaces) {
+                Start::None => continue,
+                Start::Step => (start_state, 0),
+                Start::Three(sid) => (sid, 3),
+            };
             // Walk the automaton from the word start, reading every space that stands for ZWNJ
-            // as a space; if the walk reached one, walk again reading each as nothing.
+            // as a space; if the walk reached one, walk again from the start reading each as
+            // nothing.
             let walk = Walk {
                 ac,
                 bytes,
@@ -1030,8 +1062,8 @@ impl Classifier {
                 first,
                 words,
             };
-            if walk.run(self, start_state, false, keywords, negators) {
-                walk.run(self, start_state, true, keywords, negators);
+            if walk.run(self, sid, read, false, keywords, negators) {
+                walk.run(self, start_state, 0, true, keywords, negators);
             }
         }
         keywords.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
@@ -1119,22 +1151,27 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Walks from `self.start` until no needle continues, recording every occurrence in
-    /// `keywords` or `negators`. With `joined`, every space that stands for ZWNJ is read as
-    /// nothing; without, as a space. Returns whether the walk reached such a space (so the other
-    /// reading may find more). At most as many steps as the longest needle, plus the spaces
-    /// skipped.
+    /// Walks from state `sid`, `read` bytes past `self.start` (the start state and 0, or a
+    /// state [`WalkStarts`] memoized and 3), until no needle continues, recording every
+    /// occurrence in `keywords` or `negators`. With `joined`, every space that stands for ZWNJ
+    /// is read as nothing; without, as a space. Returns whether the walk reached such a space
+    /// (so the other reading may find more). At most as many steps as the longest needle, plus
+    /// the spaces skipped.
     #[inline(always)]
     fn run(
         &self,
         classifier: &Classifier,
-        start_state: StateID,
+        mut sid: StateID,
+        mut read: usize,
         joined: bool,
         keywords: &mut Vec<Found>,
         negators: &mut Vec<Found>,
     ) -> bool {
-        let (ac, mut sid) = (self.ac, start_state);
-        let (mut at, mut read, mut reached) = (self.start, 0, false);
+        let ac = self.ac;
+        let (mut at, mut reached) = (self.start + read, false);
+        if read > 0 && ac.is_match(sid) {
+            self.record(classifier, sid, at, read, keywords, negators);
+        }
         while let Some(&b) = self.bytes.get(at) {
             if b == b' '
                 && !self.zwnj_spaces.is_empty()
