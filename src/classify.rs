@@ -660,6 +660,9 @@ pub(crate) struct Classifier {
     patterns: Vec<PatternInfo>,
     /// Where walks begin, three bytes in where it can.
     starts: WalkStarts,
+    /// The automaton states a needle with a `"stem*"` spelling ends in, as a bit set by state
+    /// id: only there does a needle that ends inside a word make a hit.
+    stem_states: Vec<u64>,
     keywords: Vec<KeywordEntry>,
     negations: Vec<NegationRule>,
     /// The text of each negation rule, as hits report it.
@@ -765,6 +768,24 @@ impl WalkStarts {
             None => Start::None,
         }
     }
+}
+
+/// The states of `ac` that the anchored walk of each of `needles` ends in, as a bit set by
+/// state id (a state id is an offset into the automaton, below its memory usage in bytes).
+fn state_set<'a>(ac: &NFA, needles: impl Iterator<Item = &'a str>) -> Vec<u64> {
+    let mut set = vec![0u64; ac.memory_usage() / 4 / 64 + 1];
+    let Ok(start) = ac.start_state(Anchored::Yes) else {
+        return set;
+    };
+    for n in needles {
+        let sid = n
+            .bytes()
+            .fold(start, |sid, b| ac.next_state(Anchored::Yes, sid, b));
+        if let Some(word) = set.get_mut(sid.as_usize() / 64) {
+            *word |= 1 << (sid.as_usize() % 64);
+        }
+    }
+    set
 }
 
 fn pair(b0: u8, b1: u8) -> usize {
@@ -902,6 +923,18 @@ impl Classifier {
         };
         Classifier {
             starts: WalkStarts::new(automaton.as_ref(), &texts),
+            stem_states: automaton
+                .as_ref()
+                .map(|ac| {
+                    let stems = texts.iter().zip(&needles).filter(|(_, n)| {
+                        let (from, count) = (n.first as usize, n.count as usize);
+                        patterns[from..from + count]
+                            .iter()
+                            .any(|p| p.kind == PatternKind::Stem)
+                    });
+                    state_set(ac, stems.map(|(t, _)| t.as_str()))
+                })
+                .unwrap_or_default(),
             automaton,
             needles,
             patterns,
@@ -924,6 +957,15 @@ impl Classifier {
             combine: model.combine,
             fold_accents: model.fold_accents,
         }
+    }
+
+    /// Whether a needle with a `"stem*"` spelling ends in automaton state `sid`.
+    #[inline(always)]
+    fn ends_stem(&self, sid: StateID) -> bool {
+        let i = sid.as_usize();
+        self.stem_states
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Every keyword entry as `(intent, lang, text)`, in declaration order (for analysis).
@@ -1169,7 +1211,7 @@ impl Walk<'_> {
     ) -> bool {
         let ac = self.ac;
         let (mut at, mut reached) = (self.start + read, false);
-        if read > 0 && ac.is_match(sid) {
+        if read > 0 && self.may_record(classifier, sid, at) {
             self.record(classifier, sid, at, read, keywords, negators);
         }
         while let Some(&b) = self.bytes.get(at) {
@@ -1189,11 +1231,39 @@ impl Walk<'_> {
             }
             at += 1;
             read += 1;
-            if ac.is_match(sid) {
+            if self.may_record(classifier, sid, at) {
                 self.record(classifier, sid, at, read, keywords, negators);
             }
         }
         reached
+    }
+
+    /// Whether state `sid`, reached at offset `end`, may make a hit: it reports a needle, and
+    /// either that needle may be a stem or `end` may be a word end. Inside a run of ASCII
+    /// letters and digits, or of Arabic-script letters, there is no word boundary (UAX #29
+    /// WB5, WB8–WB10), so a `"word"` needle ending there is skipped before it is looked up.
+    #[inline(always)]
+    fn may_record(&self, classifier: &Classifier, sid: StateID, end: usize) -> bool {
+        if !self.ac.is_match(sid) {
+            return false;
+        }
+        let b = self.bytes;
+        let inside = match (b.get(end.wrapping_sub(1)), b.get(end)) {
+            (Some(&x), Some(&y)) if x < 0x80 => {
+                ASCII_ALNUM[usize::from(x)] && ASCII_ALNUM[usize::from(y)]
+            }
+            (Some(_), Some(&y)) => {
+                let letter = |i: usize| match (b.get(i), b.get(i + 1)) {
+                    (Some(&lead @ 0xC2..=0xDF), Some(&next)) => {
+                        SHORT_CLASS[two_byte(lead, next)] == WordClass::Letter
+                    }
+                    _ => false,
+                };
+                y >= 0x80 && letter(end.wrapping_sub(2)) && letter(end)
+            }
+            _ => false,
+        };
+        !inside || classifier.ends_stem(sid)
     }
 
     /// Records the spellings of the needle that ends in automaton state `sid` when the walk has
@@ -1453,6 +1523,17 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
     }
     true
 }
+
+/// ASCII letters and digits.
+const ASCII_ALNUM: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    t
+};
 
 /// ASCII bytes that words are runs of (letters, digits, `_`).
 const ASCII_CORE: [bool; 256] = {
