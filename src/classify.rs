@@ -700,6 +700,9 @@ struct WalkStarts {
     /// The anchored state after the first three bytes of each needle of three bytes or more,
     /// by those bytes (`b0 << 16 | b1 << 8 | b2`).
     three: FxHashMap<u32, StateID>,
+    /// The keys of `three`, as a bit set by a 16-bit hash: most word starts begin no needle,
+    /// and one bit says so before the map is probed.
+    three_bits: Box<[u64; 1024]>,
 }
 
 /// How a walk from a word start begins (see [`WalkStarts`]).
@@ -719,6 +722,7 @@ impl WalkStarts {
             one: [0; 4],
             two: Box::new([0; 1024]),
             three: FxHashMap::default(),
+            three_bits: Box::new([0; 1024]),
         };
         let start = ac.and_then(|ac| Some((ac, ac.start_state(Anchored::Yes).ok()?)));
         for n in needles {
@@ -733,6 +737,7 @@ impl WalkStarts {
                         .fold(sid, |sid, &b| ac.next_state(Anchored::Yes, sid, b));
                     if !ac.is_dead(sid) {
                         starts.three.insert(triple(b0, b1, b2), sid);
+                        set_bit(&mut starts.three_bits[..], hash16(triple(b0, b1, b2)));
                     }
                 }
             }
@@ -763,7 +768,11 @@ impl WalkStarts {
         if zwnj_at(s + 2) {
             return Start::Step;
         }
-        match self.three.get(&triple(b0, b1, b2)) {
+        let key = triple(b0, b1, b2);
+        if !bit(&self.three_bits[..], hash16(key)) {
+            return Start::None;
+        }
+        match self.three.get(&key) {
             Some(&sid) => Start::Three(sid),
             None => Start::None,
         }
@@ -794,6 +803,11 @@ fn pair(b0: u8, b1: u8) -> usize {
 
 fn triple(b0: u8, b1: u8, b2: u8) -> u32 {
     u32::from(b0) << 16 | u32::from(b1) << 8 | u32::from(b2)
+}
+
+/// A 16-bit hash of a three-byte key.
+fn hash16(key: u32) -> usize {
+    (key.wrapping_mul(0x9E37_79B1) >> 16) as usize
 }
 
 fn set_bit(set: &mut [u64], i: usize) {
