@@ -932,6 +932,8 @@ impl Classifier {
             // needle that ends there.
             aho_corasick::nfa::contiguous::Builder::new()
                 .match_kind(MatchKind::LeftmostLongest)
+                // Walks start at word starts, not at a prefilter's candidates.
+                .prefilter(false)
                 .build(&texts)
                 .ok()
         };
