@@ -22,7 +22,7 @@ use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{Anchored, MatchKind};
 use arcstr::ArcStr;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::cell::RefCell;
 use unicode_normalization::char::{canonical_combining_class, decompose_compatible};
@@ -858,15 +858,38 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch::new()) };
 }
 
-/// `s` as a shared string, reusing `pool`'s copy when one is equal (language tags repeat on
-/// every keyword).
-fn interned(pool: &mut Vec<ArcStr>, s: &str) -> ArcStr {
-    if let Some(a) = pool.iter().find(|a| a.as_str() == s) {
-        return a.clone();
+/// The names a classification result carries (keyword texts, language tags, intent names and
+/// negators), interned for the life of the process as static strings: building a hit then
+/// copies three of them without touching a reference count. (With counted strings, the atomic
+/// increments and decrements of one 200-byte query's hits took about a tenth of its time.)
+/// Memory grows with the distinct names ever loaded, not with the number of policies loaded or
+/// reloaded: the shipped lexicon's names take about 45 KiB once (tests/alloc.rs checks that a
+/// reload keeps nothing).
+struct Names(std::sync::MutexGuard<'static, FxHashSet<ArcStr>>);
+
+impl Names {
+    /// The interned names, locked until the value is dropped.
+    fn lock() -> Names {
+        static NAMES: std::sync::LazyLock<std::sync::Mutex<FxHashSet<ArcStr>>> =
+            std::sync::LazyLock::new(Default::default);
+        // A panic while the set was held leaves it valid: every entry is whole.
+        Names(
+            NAMES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
-    let a = ArcStr::from(s);
-    pool.push(a.clone());
-    a
+
+    /// `s` as a static shared string.
+    fn get(&mut self, s: &str) -> ArcStr {
+        if let Some(a) = self.0.get(s) {
+            return a.clone();
+        }
+        let a = ArcStr::from(s);
+        a.leak();
+        self.0.insert(a.clone());
+        a
+    }
 }
 
 impl Classifier {
@@ -887,16 +910,19 @@ impl Classifier {
                 }
             }
         };
-        let mut langs = Vec::new();
+        let mut names = Names::lock();
         let keywords: Vec<KeywordEntry> = model
             .keywords
             .iter()
             .map(|k| KeywordEntry {
                 intent: u8::try_from(k.intent).unwrap_or(u8::MAX),
-                lang: interned(&mut langs, &k.lang),
-                text: ArcStr::from(k.text.as_str()),
+                lang: names.get(&k.lang),
+                text: names.get(&k.text),
             })
             .collect();
+        let negator_texts = model.negations.iter().map(|n| names.get(&n.text)).collect();
+        let intents = model.intents.iter().map(|s| names.get(&s.name)).collect();
+        drop(names);
         for (i, k) in model.keywords.iter().enumerate() {
             add(&k.text, Target::Keyword(i), &mut spellings);
         }
@@ -955,18 +981,10 @@ impl Classifier {
             needles,
             patterns,
             keywords,
-            negator_texts: model
-                .negations
-                .iter()
-                .map(|n| ArcStr::from(n.text.as_str()))
-                .collect(),
+            negator_texts,
             max_window: model.negations.iter().map(|r| r.window).max().unwrap_or(0),
             negations: model.negations.clone(),
-            intents: model
-                .intents
-                .iter()
-                .map(|s| ArcStr::from(s.name.as_str()))
-                .collect(),
+            intents,
             fallback: model
                 .fallback
                 .map(|(i, _)| u8::try_from(i).unwrap_or(u8::MAX)),

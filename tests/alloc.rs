@@ -1,5 +1,6 @@
 //! A counting global allocator: a bound decision allocates nothing, `offer` allocates only its
-//! result (one `Vec`), and a compiled 1,200-tool policy holds at most 2 MiB of heap.
+//! result (one `Vec`), a compiled 1,200-tool policy holds at most 2 MiB of heap, and reloading a
+//! policy keeps nothing.
 //!
 //! Counts are per thread (the test harness runs tests on several threads at once).
 
@@ -132,4 +133,21 @@ fn a_compiled_1200_tool_policy_holds_at_most_2_mib() {
         "a compiled 1,200-tool policy holds {held} bytes"
     );
     eprintln!("compiled 1,200-tool policy: {held} bytes on the heap");
+}
+
+#[test]
+fn reloading_a_policy_keeps_no_memory() {
+    // Keyword, language and intent names are interned once per process (so that a hit copies
+    // them without reference counting): after the first load, loading and dropping the same
+    // policy again holds nothing.
+    let path = format!("{REPO}/policies/finance.warden");
+    let text = std::fs::read_to_string(&path).expect("readable");
+    drop(toolwarden::Policy::parse(&text, &path).expect("loads"));
+    let (allocs, held, ()) = measure(|| {
+        for _ in 0..3 {
+            drop(toolwarden::Policy::parse(&text, &path).expect("loads"));
+        }
+    });
+    assert!(allocs > 0);
+    assert_eq!(held, 0, "three reloads kept {held} bytes");
 }
