@@ -63,7 +63,8 @@ pub struct Intent {
     pub dropped: Vec<Hit>,
     /// Whether no keyword hit counted and the fallback intent was used.
     pub fallback: bool,
-    /// Whether the query was longer than [`limits::MAX_QUERY_BYTES`] and only its start was read.
+    /// Whether the query was longer than [`limits::MAX_QUERY_BYTES`] and only its start was read
+    /// (up to the last white space before the cap, so no word is read cut in two).
     pub truncated: bool,
 }
 
@@ -859,35 +860,59 @@ thread_local! {
 }
 
 /// The names a classification result carries (keyword texts, language tags, intent names and
-/// negators), interned for the life of the process as static strings: building a hit then
-/// copies three of them without touching a reference count. (With counted strings, the atomic
-/// increments and decrements of one 200-byte query's hits took about a tenth of its time.)
-/// Memory grows with the distinct names ever loaded, not with the number of policies loaded or
-/// reloaded: the shipped lexicon's names take about 45 KiB once (tests/alloc.rs checks that a
-/// reload keeps nothing).
-struct Names(std::sync::MutexGuard<'static, FxHashSet<ArcStr>>);
+/// negators), interned as static strings for the life of the process up to
+/// [`INTERNED_NAME_BYTES`]: building a hit then copies three of them without touching a
+/// reference count. (With counted strings, the atomic increments and decrements of one 200-byte
+/// query's hits took about a tenth of its time.) Names past the budget are ordinary counted
+/// strings, freed with their policy, so a process that loads ever new names (generated
+/// lexicons, a watcher over a file being edited) holds at most the budget; reloading a policy
+/// keeps nothing (tests/alloc.rs checks both).
+struct Names {
+    interned: std::sync::MutexGuard<'static, Interned>,
+    /// Names of this build past the budget, shared within it.
+    counted: FxHashSet<ArcStr>,
+}
+
+/// The process's interned names and the bytes they are reckoned to take.
+#[derive(Default)]
+struct Interned {
+    names: FxHashSet<ArcStr>,
+    bytes: usize,
+}
+
+/// Heap the interned names may take, reckoned as each name's length plus 48 bytes (its
+/// allocation header and its slot in the set). The shipped lexicon's names take about 45 KiB.
+const INTERNED_NAME_BYTES: usize = 256 * 1024;
 
 impl Names {
     /// The interned names, locked until the value is dropped.
     fn lock() -> Names {
-        static NAMES: std::sync::LazyLock<std::sync::Mutex<FxHashSet<ArcStr>>> =
+        static INTERNED: std::sync::LazyLock<std::sync::Mutex<Interned>> =
             std::sync::LazyLock::new(Default::default);
         // A panic while the set was held leaves it valid: every entry is whole.
-        Names(
-            NAMES
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        let interned = INTERNED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Names {
+            interned,
+            counted: FxHashSet::default(),
+        }
     }
 
-    /// `s` as a static shared string.
+    /// `s` as a shared string: static while the budget lasts, counted after.
     fn get(&mut self, s: &str) -> ArcStr {
-        if let Some(a) = self.0.get(s) {
+        if let Some(a) = self.interned.names.get(s).or_else(|| self.counted.get(s)) {
             return a.clone();
         }
         let a = ArcStr::from(s);
-        a.leak();
-        self.0.insert(a.clone());
+        let cost = s.len() + 48;
+        if self.interned.bytes + cost <= INTERNED_NAME_BYTES {
+            a.leak();
+            self.interned.bytes += cost;
+            self.interned.names.insert(a.clone());
+        } else {
+            self.counted.insert(a.clone());
+        }
         a
     }
 }
@@ -1058,6 +1083,16 @@ impl Classifier {
             cut -= 1;
         }
         let truncated = cut < query.len();
+        if truncated {
+            // A word the cap cuts in two is not read: "addx" cut after "add" is not "add".
+            if let Some((at, _)) = query[..cut]
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| c.is_whitespace())
+            {
+                cut = at;
+            }
+        }
         let query = &query[..cut];
         let (hits, dropped, mask) = self.scan(query, scratch);
         if mask == 0 {

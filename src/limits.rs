@@ -20,8 +20,8 @@ pub const MAX_KEYWORDS: usize = 100_000;
 /// Most `match` patterns a policy may declare.
 pub const MAX_PATTERNS: usize = 10_000;
 
-/// Longest query `classify` reads, in bytes (1 MiB); the rest of a longer query is ignored and
-/// the result says it was truncated.
+/// Longest query `classify` reads, in bytes (1 MiB); the rest of a longer query, from the last
+/// white space before the cap, is ignored and the result says it was truncated.
 pub const MAX_QUERY_BYTES: usize = 1024 * 1024;
 
 /// Deepest nesting of arrays and objects accepted in call arguments: `check_call` denies deeper

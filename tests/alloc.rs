@@ -151,3 +151,40 @@ fn reloading_a_policy_keeps_no_memory() {
     assert!(allocs > 0);
     assert_eq!(held, 0, "three reloads kept {held} bytes");
 }
+
+#[test]
+fn loading_ever_new_keyword_names_holds_a_bounded_heap() {
+    // Names are interned only up to a fixed budget (256 KiB, reckoned with overhead); past it
+    // they are freed with their policy. Twenty policies of 2,000 new names each (about 50 bytes
+    // a name with its overhead, 2 MB in all) must leave well under 1 MiB behind.
+    let policy = |n: usize| {
+        let words: Vec<String> = (0..2_000)
+            .map(|k| format!("\"name{n:03}x{k:05}\""))
+            .collect();
+        format!("{SMALL}keywords write {{\n  en {}\n}}\n", words.join(", "))
+    };
+    let (_, held, ()) = measure(|| {
+        for n in 0..20 {
+            let text = policy(n);
+            let p = toolwarden::Policy::parse(&text, "names.warden").expect("loads");
+            assert_eq!(p.classify(&format!("name{n:03}x00007")).name, "write");
+        }
+    });
+    assert!(
+        held < 1024 * 1024,
+        "twenty policies of new names kept {held} bytes"
+    );
+}
+
+const SMALL: &str = r#"policy "names" version 1
+effects none, write
+intents write > read
+fallback read
+matrix m {
+        none   write
+  read  allow  deny
+  write allow  allow
+}
+mode supervised { matrix m }
+tool list_things { effect none }
+"#;

@@ -246,6 +246,13 @@ fn query_over_one_mib_is_cut_and_classifies_in_bounded_time() {
     let intent = timed("classify 1 MiB", || policy.classify(&query));
     assert!(!intent.truncated);
     assert_eq!(intent.name, "destructive");
+    // A word the cap cuts in two is not read: "addx" cut after "add" is not the keyword "add".
+    let mut query = "z".repeat(MAX_QUERY_BYTES - 4);
+    query.push_str(" addx");
+    let intent = timed("classify 1 MiB + 1 byte", || policy.classify(&query));
+    assert!(intent.truncated);
+    assert_eq!(intent.name, "read");
+    assert!(intent.hits.is_empty(), "{:?}", intent.hits);
 }
 
 fn nested(depth: usize) -> Value {
