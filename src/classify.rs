@@ -1831,6 +1831,13 @@ mod tests {
         }
     }
 
+    /// The words of `text` as `unicode-segmentation` finds them (the reference).
+    fn uax29_words(text: &str) -> Vec<(usize, usize)> {
+        text.unicode_word_indices()
+            .map(|(i, w)| (i, i + w.len()))
+            .collect()
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
         #[test]
@@ -1842,10 +1849,7 @@ mod tests {
             ]), 0..24)
         ) {
             let text: String = chars.into_iter().collect();
-            let full: Vec<(usize, usize)> = text
-                .unicode_word_indices()
-                .map(|(i, w)| (i, i + w.len()))
-                .collect();
+            let full = uax29_words(&text);
             let mut words = Vec::new();
             // Text it does not handle (a mark that does not follow a letter or digit) goes to
             // the full algorithm; whatever it handles must agree with it.
@@ -1878,10 +1882,7 @@ mod tests {
             ]), 0..300)
         ) {
             let text: String = chars.into_iter().collect();
-            let full: Vec<(usize, usize)> = text
-                .unicode_word_indices()
-                .map(|(i, w)| (i, i + w.len()))
-                .collect();
+            let full = uax29_words(&text);
             let mut words = Vec::new();
             proptest::prop_assert!(ascii_word_ranges(text.as_bytes(), &mut words));
             proptest::prop_assert_eq!(words, full, "{:?}", text);
