@@ -1319,7 +1319,7 @@ impl Walk<'_> {
         let b = self.bytes;
         let inside = match (b.get(end.wrapping_sub(1)), b.get(end)) {
             (Some(&x), Some(&y)) if x < 0x80 => {
-                ASCII_ALNUM[usize::from(x)] && ASCII_ALNUM[usize::from(y)]
+                x.is_ascii_alphanumeric() && y.is_ascii_alphanumeric()
             }
             (Some(_), Some(&y)) => {
                 let letter = |i: usize| match (b.get(i), b.get(i + 1)) {
@@ -1601,17 +1601,6 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
     }
     true
 }
-
-/// ASCII letters and digits.
-const ASCII_ALNUM: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut b = 0;
-    while b < 128 {
-        t[b] = (b as u8).is_ascii_alphanumeric();
-        b += 1;
-    }
-    t
-};
 
 /// [`simple_word_ranges`] for ASCII text, 64 bytes at a time: letters, digits and `_` are
 /// found sixteen bytes at a time, and words are the runs of them (joined across an infix) read
