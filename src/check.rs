@@ -56,6 +56,7 @@ pub(crate) struct NegationRule {
     pub direction: Direction,
     pub window: u32,
     pub text: String,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -672,6 +673,7 @@ impl Checker {
                             direction: n.direction,
                             window: n.window.value as u32,
                             text: e.text.clone(),
+                            span: e.span,
                         });
                     }
                 }
@@ -1380,26 +1382,145 @@ impl Checker {
                 .help("use stems (\"elimin*\") instead of listing every form"),
             );
         }
-        let mut seen: std::collections::HashSet<(String, usize)> = std::collections::HashSet::new();
-        let mut warnings = Vec::new();
-        for k in &self.model.keywords {
-            let key = (k.text.to_lowercase(), k.intent);
-            if !seen.insert(key) {
-                warnings.push(
-                    Diagnostic::warning(
-                        "duplicate-keyword",
-                        format!(
-                            "keyword `{}` is listed twice for intent `{}`",
-                            k.text, self.model.intents[k.intent].name
-                        ),
-                    )
-                    .at(k.span, "")
-                    .help("delete one of the entries"),
-                );
+        // Keywords are compared as the automaton holds them: normalized, stem or word.
+        let mut seen: HashMap<(Vec<String>, bool, usize), usize> = HashMap::new();
+        let mut problems = Vec::new();
+        let fold = self.model.fold_accents;
+        for (i, k) in self.model.keywords.iter().enumerate() {
+            let (body, stem) = match k.text.strip_suffix('*') {
+                Some(body) => (body, true),
+                None => (k.text.as_str(), false),
+            };
+            let spellings = crate::classify::spellings(body, fold);
+            problems.extend(spelling_problem(
+                "keyword", &k.text, k.span, &spellings, stem,
+            ));
+            if spellings.is_empty() {
+                continue;
             }
+            let Some(&j) = seen.get(&(spellings.clone(), stem, k.intent)) else {
+                seen.insert((spellings, stem, k.intent), i);
+                continue;
+            };
+            let first = &self.model.keywords[j];
+            let intent = &self.model.intents[k.intent].name;
+            let message = if first.text.to_lowercase() == k.text.to_lowercase() {
+                format!("keyword `{}` is listed twice for intent `{intent}`", k.text)
+            } else {
+                format!(
+                    "keyword `{}` is `{}` once normalized, listed twice for intent `{intent}`",
+                    k.text, first.text
+                )
+            };
+            problems.push(
+                Diagnostic::warning("duplicate-keyword", message)
+                    .at(k.span, "")
+                    .related(first.span, "first listed")
+                    .help("delete one of the entries"),
+            );
         }
-        self.diagnostics.extend(warnings);
+        for n in &self.model.negations {
+            let spellings = crate::classify::spellings(&n.text, fold);
+            problems.extend(spelling_problem(
+                "negator", &n.text, n.span, &spellings, false,
+            ));
+        }
+        self.diagnostics.extend(problems);
     }
+}
+
+/// What is wrong with a keyword or negator `text` (at `span`) whose normalized spellings are
+/// `spellings` (a `"stem*"` when `stem`): an error when it normalizes to nothing or is longer
+/// than [`limits::MAX_KEYWORD_BYTES`]; a warning when no query can ever contain it on word
+/// boundaries (issue 3: keywords match whole words, stems word prefixes).
+fn spelling_problem(
+    what: &str,
+    text: &str,
+    span: Span,
+    spellings: &[String],
+    stem: bool,
+) -> Option<Diagnostic> {
+    let Some(longest) = spellings.iter().map(String::len).max() else {
+        return Some(
+            Diagnostic::error(
+                "bad-keyword",
+                format!("{what} `{text}` ({}) is empty once normalized", code_points(text)),
+            )
+                .at(span, "only characters that matching removes")
+                .help("zero-width and format characters, tatweel and harakat are removed before matching; write letters or digits"),
+        );
+    };
+    if longest > limits::MAX_KEYWORD_BYTES {
+        return Some(
+            Diagnostic::error(
+                "too-long",
+                format!(
+                    "{what} is {longest} bytes once normalized; at most {} are supported",
+                    limits::MAX_KEYWORD_BYTES
+                ),
+            )
+            .at(span, "")
+            .help("match a shorter phrase, or a stem (\"elimin*\")"),
+        );
+    }
+    // Text written with ZWNJ has two spellings: it can match when either can.
+    let mut reasons = spellings
+        .iter()
+        .map(|s| crate::classify::unmatchable(s, stem));
+    let reason = reasons.next()??;
+    if reasons.any(|r| r.is_none()) {
+        return None;
+    }
+    const WORDS: &str =
+        "words are runs of letters and digits, joined by `'`, `.` or `:` between letters";
+    let (label, help) = match reason {
+        crate::classify::Unmatchable::Start(c) => (
+            format!("no word starts with {}", shown_char(c)),
+            format!("a {what} must start with a letter or digit: {WORDS}"),
+        ),
+        crate::classify::Unmatchable::End(c) => {
+            (
+                format!("no word ends with {}", shown_char(c)),
+                if what == "keyword" {
+                    format!("a keyword must end with a letter or digit, or be a stem (\"word*\"): {WORDS}")
+                } else {
+                    format!("a {what} must end with a letter or digit: {WORDS}")
+                },
+            )
+        }
+    };
+    Some(
+        Diagnostic::warning(
+            "unmatchable-keyword",
+            format!("{what} `{text}` can never match"),
+        )
+        .at(span, label)
+        .help(help),
+    )
+}
+
+/// A character as a diagnostic shows it: `` `+` `` when it is visible on its own, else its code
+/// point (`U+0301`).
+fn shown_char(c: char) -> String {
+    let visible = c.is_ascii_graphic()
+        || (!c.is_ascii()
+            && !c.is_control()
+            && !c.is_whitespace()
+            && unicode_normalization::char::canonical_combining_class(c) == 0);
+    if visible {
+        format!("`{c}`")
+    } else {
+        format!("U+{:04X}", u32::from(c))
+    }
+}
+
+/// The code points of `text`, as `U+200B U+00AD`.
+fn code_points(text: &str) -> String {
+    let points: Vec<String> = text
+        .chars()
+        .map(|c| format!("U+{:04X}", u32::from(c)))
+        .collect();
+    points.join(" ")
 }
 
 fn sym(n: &Name) -> Sym {

@@ -921,18 +921,14 @@ impl Classifier {
     /// Builds the automaton from the checked model's keywords and negators.
     pub(crate) fn build(model: &Model) -> Classifier {
         // Every spelling as (normalized text, pattern), grouped below by text.
-        let mut spellings: Vec<(String, PatternInfo)> = Vec::new();
-        let mut norm = Normalized::default();
-        let mut add = |text: &str, target: Target, spellings: &mut Vec<(String, PatternInfo)>| {
+        let mut entries: Vec<(String, PatternInfo)> = Vec::new();
+        let add = |text: &str, target: Target, all: &mut Vec<(String, PatternInfo)>| {
             let (body, kind) = match text.strip_suffix('*') {
                 Some(stem) => (stem, PatternKind::Stem),
                 None => (text, PatternKind::Word),
             };
-            for variant in zwnj_variants(body) {
-                normalize_into(&variant, model.fold_accents, &mut norm);
-                if !norm.text.is_empty() {
-                    spellings.push((norm.text.clone(), PatternInfo { target, kind }));
-                }
+            for spelling in spellings(body, model.fold_accents) {
+                all.push((spelling, PatternInfo { target, kind }));
             }
         };
         let mut names = Names::lock();
@@ -949,17 +945,17 @@ impl Classifier {
         let intents = model.intents.iter().map(|s| names.get(&s.name)).collect();
         drop(names);
         for (i, k) in model.keywords.iter().enumerate() {
-            add(&k.text, Target::Keyword(i), &mut spellings);
+            add(&k.text, Target::Keyword(i), &mut entries);
         }
         for (i, n) in model.negations.iter().enumerate() {
-            add(&n.text, Target::Negator(i), &mut spellings);
+            add(&n.text, Target::Negator(i), &mut entries);
         }
         // Stable: the spellings of one text keep their declaration order.
-        spellings.sort_by(|a, b| a.0.cmp(&b.0));
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
         let mut texts: Vec<String> = Vec::new();
         let mut needles: Vec<Needle> = Vec::new();
-        let mut patterns = Vec::with_capacity(spellings.len());
-        for (text, info) in spellings {
+        let mut patterns = Vec::with_capacity(entries.len());
+        for (text, info) in entries {
             if texts.last() != Some(&text) {
                 needles.push(Needle {
                     len: u32::try_from(text.len()).unwrap_or(u32::MAX),
@@ -1278,16 +1274,21 @@ impl Walk<'_> {
         keywords: &mut Vec<Found>,
         negators: &mut Vec<Found>,
     ) -> bool {
-        let ac = self.ac;
+        let (ac, zwnj) = (self.ac, self.zwnj_spaces);
         let (mut at, mut reached) = (self.start + read, false);
         if read > 0 && self.may_record(classifier, sid, at) {
             self.record(classifier, sid, at, read, keywords, negators);
         }
+        // The first space standing for ZWNJ at or after `at`: the walk only moves forward, so
+        // each step checks one entry.
+        let mut z = if zwnj.is_empty() {
+            0
+        } else {
+            zwnj.partition_point(|&p| p < at)
+        };
         while let Some(&b) = self.bytes.get(at) {
-            if b == b' '
-                && !self.zwnj_spaces.is_empty()
-                && self.zwnj_spaces.binary_search(&at).is_ok()
-            {
+            if b == b' ' && zwnj.get(z) == Some(&at) {
+                z += 1;
                 reached = true;
                 if joined {
                     at += 1;
@@ -1783,6 +1784,54 @@ fn zwnj_variants(text: &str) -> Vec<String> {
         vec![text.replace('\u{200C}', " "), text.replace('\u{200C}', "")]
     } else {
         vec![text.to_string()]
+    }
+}
+
+/// The texts the automaton holds for a keyword or negator `body` (without a stem's `*`): its
+/// [`normalize`]d form, or two for text written with ZWNJ (spaced, then joined); a spelling
+/// that normalizes to nothing is left out, so the list is empty for a body made only of
+/// characters normalization removes.
+pub(crate) fn spellings(body: &str, fold_accents: bool) -> Vec<String> {
+    let mut norm = Normalized::default();
+    zwnj_variants(body)
+        .into_iter()
+        .filter_map(|variant| {
+            normalize_into(&variant, fold_accents, &mut norm);
+            (!norm.text.is_empty()).then(|| norm.text.clone())
+        })
+        .collect()
+}
+
+/// Why a normalized spelling can never be found in a query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unmatchable {
+    /// Its first character cannot start a word (walks begin at word starts only).
+    Start(char),
+    /// Its last character cannot end a word, and the spelling is a `"word"` or negator (which
+    /// must end on a word end).
+    End(char),
+}
+
+/// Whether `spelling` (a text of [`spellings`]) can be found in some query, as a `"stem*"`
+/// (`stem`: it may end inside a word) or as a word or phrase: a walk starts only where a UAX
+/// #29 word starts, and a word or phrase is recorded only where one ends. Words are the
+/// segments that hold a letter or digit, so a spelling whose first (last) word starts after
+/// its first character (ends before its last) is never found, in any context: the character
+/// there is outside every word or belongs to a longer one.
+pub(crate) fn unmatchable(spelling: &str, stem: bool) -> Option<Unmatchable> {
+    let mut words = Vec::new();
+    word_ranges_into(spelling, &mut words);
+    let first_char = spelling.chars().next()?;
+    let Some(&(first, _)) = words.first() else {
+        return Some(Unmatchable::Start(first_char));
+    };
+    if first != 0 {
+        return Some(Unmatchable::Start(first_char));
+    }
+    let last = words.last().map_or(0, |w| w.1);
+    match spelling.chars().next_back() {
+        Some(c) if !stem && last != spelling.len() => Some(Unmatchable::End(c)),
+        _ => None,
     }
 }
 

@@ -17,6 +17,12 @@ pub const MAX_INTENTS: usize = 64;
 /// Most keyword and negator entries a policy may declare, all languages together.
 pub const MAX_KEYWORDS: usize = 100_000;
 
+/// Longest keyword or negator, in bytes of its normalized text (a stem without its `*`; text
+/// written with ZWNJ in its spaced spelling). A walk of the keyword automaton from one word
+/// start reads at most this many bytes, so it bounds the time `classify` spends per word of the
+/// query. The shipped lexicon's longest entry is 30 bytes.
+pub const MAX_KEYWORD_BYTES: usize = 128;
+
 /// Most `match` patterns a policy may declare.
 pub const MAX_PATTERNS: usize = 10_000;
 

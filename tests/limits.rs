@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use toolwarden::limits::{
-    MAX_ARGS_DEPTH, MAX_EFFECTS, MAX_INCLUDE_DEPTH, MAX_INTENTS, MAX_KEYWORDS, MAX_PATTERNS,
-    MAX_POLICY_BYTES, MAX_QUERY_BYTES,
+    MAX_ARGS_DEPTH, MAX_EFFECTS, MAX_INCLUDE_DEPTH, MAX_INTENTS, MAX_KEYWORDS, MAX_KEYWORD_BYTES,
+    MAX_PATTERNS, MAX_POLICY_BYTES, MAX_QUERY_BYTES,
 };
 use toolwarden::{Decision, Policy, PolicyError, Request, Stage, Turn};
 
@@ -175,6 +175,69 @@ fn keyword_count_over_cap_is_an_error() {
             MAX_KEYWORDS + 1
         )]
     );
+}
+
+/// A policy whose keyword, stem and negator are the phrase `"a a … a {last}"` of `words`
+/// words (one-letter words but the last): the longest walk a query of `a`s can make.
+fn phrase_policy(words: usize, last: &str) -> (String, String) {
+    let phrase = format!("{}{last}", "a ".repeat(words - 1));
+    let text = format!(
+        "policy \"kw\"\nmode m {{ }}\neffects none\nintents write > read\nfallback read\n\
+         keywords write {{ en \"{phrase}\", \"{phrase}*\" }}\n\
+         negation before 1 {{ en \"{phrase}\" }}\n"
+    );
+    (text, phrase)
+}
+
+#[test]
+fn keyword_at_max_bytes_matches_and_one_byte_more_is_an_error() {
+    let (at_cap, phrase) = phrase_policy(MAX_KEYWORD_BYTES / 2, "bb");
+    assert_eq!(phrase.len(), MAX_KEYWORD_BYTES);
+    let policy =
+        Policy::parse(&at_cap, "kw.warden").unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let intent = policy.classify(&format!("x {phrase} y"));
+    assert_eq!(intent.name, "write");
+    let spans: Vec<_> = intent.hits.iter().map(|h| h.span).collect();
+    assert_eq!(spans, [(2, 2 + MAX_KEYWORD_BYTES); 2]);
+    let (over, _) = phrase_policy(MAX_KEYWORD_BYTES / 2, "bbb");
+    let err = Policy::parse(&over, "kw.warden").unwrap_err();
+    assert_eq!(codes(&err), ["too-long"; 3]);
+    let too_long = |what: &str| {
+        format!(
+            "{what} is {} bytes once normalized; at most {MAX_KEYWORD_BYTES} are supported",
+            MAX_KEYWORD_BYTES + 1
+        )
+    };
+    assert_eq!(
+        messages(&err),
+        [
+            too_long("keyword"),
+            too_long("keyword"),
+            too_long("negator")
+        ]
+    );
+    // The cap counts normalized bytes: fullwidth `ａ` (3 bytes) counts as `a` (1 byte).
+    let wide = at_cap.replace("\"a ", "\"\u{FF41} ");
+    assert!(wide.contains('\u{FF41}'));
+    assert!(Policy::parse(&wide, "kw.warden").is_ok());
+}
+
+/// The longest walks there are: every word start of a 1 MiB query of `a`s walks a keyword of
+/// the longest length allowed, and with spaces that stand for ZWNJ, walks it twice.
+#[test]
+fn longest_keywords_classify_a_one_mib_query_in_bounded_time() {
+    let (text, _) = phrase_policy(MAX_KEYWORD_BYTES / 2, "b");
+    let policy = Policy::parse(&text, "kw.warden").unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let query = "a ".repeat(MAX_QUERY_BYTES / 2);
+    let intent = timed("longest keywords, 1 MiB of `a `", || {
+        policy.classify(&query)
+    });
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
+    let query = "a\u{200C}".repeat(MAX_QUERY_BYTES / 4);
+    let intent = timed("longest keywords, 1 MiB of `a` and ZWNJ", || {
+        policy.classify(&query)
+    });
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
 }
 
 fn patterns_policy(n: usize) -> String {
