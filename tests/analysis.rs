@@ -596,6 +596,67 @@ fn cli_test_closing_line_and_exit_codes() {
 }
 
 #[test]
+fn cli_test_filter_that_matches_nothing_is_an_error() {
+    let dir = scratch("filter");
+    let p = write_test(
+        &dir,
+        "f.test.yaml",
+        "cases:\n  - name: reads\n    request: { intent: read }\n    tool: search_invoices\n    expect: { decision: deny }\n",
+    );
+    let out = bin()
+        .args(["test", "--filter", "no-such-case"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: no test case name contains `no-such-case` (in 1 test file)\n"
+    );
+    let out = bin()
+        .args(["test", "--filter", "read"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "1 passed, 0 failed\n");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn cli_test_coverage_lists_one_item_a_line_and_caps_each_list() {
+    let dir = scratch("covcli");
+    let p = write_test(
+        &dir,
+        "c.test.yaml",
+        "cases:\n  - name: one\n    request: { mode: analyzer, query: \"delete it\" }\n    tool: get_invoice\n    expect: { decision: deny }\n",
+    );
+    let out = bin()
+        .args(["test", "--coverage"])
+        .arg(&p)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let tools = lines
+        .iter()
+        .position(|l| *l == "  tools not exercised (7):")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(lines[tools + 1], "    search_invoices");
+    assert_eq!(lines[tools + 7], "    legacy_sync");
+    let keywords = lines
+        .iter()
+        .position(|l| l.starts_with("  keywords not exercised ("))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let more = &lines[keywords + 21];
+    assert!(
+        more.starts_with("    … and ") && more.ends_with(" more (`--json` lists them all)"),
+        "{more}"
+    );
+    assert_eq!(lines.last(), Some(&"1 passed, 0 failed"));
+}
+
+#[test]
 fn cli_diff_fail_on_change_and_json() {
     let dir = scratch("diff");
     let wide = root()

@@ -374,6 +374,11 @@ fn import_prints_equivalent_warden_text() {
     .expect("imports");
     let expected = std::fs::read_to_string(fixture("expected_import.warden")).expect("fixture");
     assert_eq!(text, expected);
+    // Laid out as `toolwarden fmt` would.
+    assert_eq!(
+        toolwarden::fmt::format_source(&text, "imported.warden").expect("parses"),
+        text
+    );
     let imported = Policy::parse(&text, "imported.warden")
         .unwrap_or_else(|e| panic!("the import checks clean:\n{}", e.render()));
     assert!(imported.warnings().is_empty());

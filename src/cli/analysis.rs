@@ -16,7 +16,11 @@ fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
-/// `toolwarden test [PATH...]`: exit 1 when a case failed or a file is malformed.
+/// Most items of one kind `test --coverage` lists in text (the JSON report lists every one).
+const COVERAGE_SHOWN: usize = 20;
+
+/// `toolwarden test [PATH...]`: exit 1 when a case failed or a file is malformed; an error
+/// (exit 2) when `filter` matches no case of any file.
 pub(crate) fn test(
     paths: &[PathBuf],
     filter: Option<&str>,
@@ -40,6 +44,16 @@ pub(crate) fn test(
         ));
     }
     let reports: Vec<FileReport> = files.iter().map(|f| run_file(f, filter)).collect();
+    if let Some(f) = filter {
+        let ran: usize = reports.iter().map(|r| r.cases.len()).sum();
+        if ran == 0 && reports.iter().all(|r| r.error.is_none()) {
+            return Err(format!(
+                "no test case name contains `{f}` (in {} test file{})",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ));
+        }
+    }
     let passed: usize = reports.iter().map(FileReport::passed).sum();
     let failed: usize = reports.iter().map(FileReport::failed).sum();
     if json {
@@ -82,8 +96,17 @@ pub(crate) fn test(
                     let show = |what: &str, v: &[String]| {
                         if v.is_empty() {
                             println!("  {what}: all exercised");
-                        } else {
-                            println!("  {what} not exercised ({}): {}", v.len(), v.join(", "));
+                            return;
+                        }
+                        println!("  {what} not exercised ({}):", v.len());
+                        for item in v.iter().take(COVERAGE_SHOWN) {
+                            println!("    {item}");
+                        }
+                        if v.len() > COVERAGE_SHOWN {
+                            println!(
+                                "    … and {} more (`--json` lists them all)",
+                                v.len() - COVERAGE_SHOWN
+                            );
                         }
                     };
                     show("tools", &u.tools);

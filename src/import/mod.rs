@@ -215,7 +215,8 @@ pub(crate) fn convert_loaded(loaded: &Loaded) -> yaml::Converted {
 /// Translates seed 004's `tool_policies.yaml` (and optionally the legacy `tools.yaml` catalog)
 /// into equivalent warden text: [`yaml_header`] followed by one `tool` declaration per tool,
 /// each with a comment naming the YAML `file:line:col` it came from. The text checks clean
-/// and compiles to the same decisions as [`Policy::from_yaml`] on the same files.
+/// and compiles to the same decisions as [`Policy::from_yaml`] on the same files, and is laid
+/// out by [`crate::fmt::format_source`] (so `toolwarden fmt --check` accepts it as it is).
 ///
 /// When `tool_policies` does not exist and `legacy` is given, the result follows the legacy
 /// fields alone (seed 004) and says so in a comment.
@@ -250,12 +251,6 @@ pub fn yaml_to_warden(tool_policies: &Path, legacy: Option<&Path>) -> Result<Str
     if !converted.tools.is_empty() {
         out.push('\n');
     }
-    let width = converted
-        .tools
-        .iter()
-        .map(|t| name(&t.name.text).chars().count())
-        .max()
-        .unwrap_or(0);
     for tool in &converted.tools {
         let mut attrs = Vec::new();
         for a in &tool.attrs {
@@ -274,17 +269,11 @@ pub fn yaml_to_warden(tool_policies: &Path, legacy: Option<&Path>) -> Result<Str
                 other => other.keyword().to_string(),
             });
         }
-        let line = format!(
-            "tool {:<width$} {{ {} }}",
-            name(&tool.name.text),
-            attrs.join("  ")
-        );
-        out.push_str(&format!(
-            "{line:<64} # {}\n",
-            sources.location(tool.name.span)
-        ));
+        let line = format!("tool {} {{ {} }}", name(&tool.name.text), attrs.join("  "));
+        out.push_str(&format!("{line} # {}\n", sources.location(tool.name.span)));
     }
-    Ok(out)
+    // The text is generated to parse; were it not to, the caller sees why when it loads it.
+    Ok(crate::fmt::format_source(&out, "import.warden").unwrap_or(out))
 }
 
 impl Policy {
