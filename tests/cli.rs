@@ -498,6 +498,35 @@ fn guard_and_offer_write_an_audit_log_and_advisory_allows_but_marks() {
         assert_eq!(r["policy"], json!("finance-assistant"));
     }
     assert_eq!(records[1]["would_be"], json!("deny"));
+    // An advisory offer shows what enforcement would have denied, and why.
+    let mut args = vec!["offer"];
+    args.extend_from_slice(&viewer);
+    args.extend_from_slice(&[
+        "--audit",
+        &log_arg,
+        "--advisory",
+        "delete_invoice",
+        "get_invoice",
+    ]);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("delete_invoice") || l.starts_with("get_invoice"))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "delete_invoice  allow     role          finance.warden:55:93    advisory: would be deny: `delete_invoice` needs one of the roles `accountant`",
+            "get_invoice     allow     -             finance.warden:53:1",
+        ],
+        "{text}"
+    );
+    args.push("--json");
+    let v: Value = serde_json::from_str(&stdout(&run(&args))).expect("json");
+    assert_eq!(v["decisions"][0]["would_be"], json!("deny"));
+    assert_eq!(v["decisions"][1].get("would_be"), None);
     // `--advisory` without `--audit` is a usage error: advisory mode must leave a trace.
     let o = run(&["offer", "-p", "policies/finance.warden", "--advisory"]);
     assert_eq!(o.status.code(), Some(2));

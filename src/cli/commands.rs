@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use toolwarden::{render_all, Decision, Intent, Policy, Request, Severity};
+use toolwarden::{render_all, Decision, Intent, Policy, Request, Severity, ToolDecision};
 
 use super::RequestArgs;
 
@@ -260,18 +260,33 @@ pub(crate) fn offer(
         .or(policy.default_mode())
         .unwrap_or("")
         .to_string();
+    // Under `--advisory` a deny is let through as an allow that keeps its deciding stage (an
+    // enforced allow has none): the reason is the deny's, and the output says so.
+    let would_deny =
+        |d: &ToolDecision| log.advisory && d.decision == Decision::Allow && d.stage.is_some();
+    let reason = |name: &str, d: &ToolDecision| {
+        let mut d = *d;
+        if would_deny(&d) {
+            d.decision = Decision::Deny;
+        }
+        policy.reason(name, &d, &request)
+    };
     if json {
         let decisions: Vec<Value> = offer
             .entries()
             .iter()
             .map(|(name, d)| {
-                json!({
+                let mut v = json!({
                     "tool": name,
                     "decision": d.decision,
                     "stage": d.stage,
-                    "reason": policy.reason(name, d, &request),
+                    "reason": reason(name, d),
                     "source": policy.rule_source(d.rule).map(|l| l.to_string()),
-                })
+                });
+                if would_deny(d) {
+                    v["would_be"] = json!(Decision::Deny);
+                }
+                v
             })
             .collect();
         let out = json!({
@@ -303,10 +318,12 @@ pub(crate) fn offer(
             .rule_source(d.rule)
             .map_or("-".to_string(), |l| l.to_string());
         let stage = d.stage.map_or("-", |s| s.as_str());
-        let reason = if d.decision == Decision::Allow {
+        let reason = if would_deny(d) {
+            format!("advisory: would be deny: {}", reason(name, d))
+        } else if d.decision == Decision::Allow {
             String::new()
         } else {
-            policy.reason(name, d, &request)
+            reason(name, d)
         };
         let line = format!(
             "{name:<width$}  {:<8}  {stage:<12}  {:<22}  {reason}",
