@@ -1,11 +1,14 @@
 //! toolwarden, Cedar and Rego (regorus) in the same run: one decision, and an offer over N
 //! tools, on the same generated policy and request (see `src/lib.rs`).
 //!
-//! Run: `cargo bench -p peers`. docs/performance.md records the figures and ratios.
+//! Run: `cargo bench -p peers`. After criterion's report it prints the ratios of this run's
+//! medians (toolwarden / Cedar, toolwarden / regorus); docs/performance.md records them.
 
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{BenchmarkId, Criterion};
 use peers::{gen, Cedar, PeerRequest, Rego, REPO};
 use toolwarden::Intent;
 
@@ -61,5 +64,92 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+/// Where criterion writes its estimates: `$CARGO_TARGET_DIR/criterion`, else the workspace's
+/// `target/criterion`.
+fn criterion_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+        .join("criterion")
+}
+
+/// The median, in nanoseconds, that criterion wrote for `bench` (its path under `dir`, such
+/// as `decide_180/cedar`) in this run: `None` when the file is missing or older than `since`
+/// (the bench was filtered out of this run).
+fn median_ns(dir: &Path, bench: &str, since: SystemTime) -> Option<f64> {
+    let path = dir.join(bench).join("new/estimates.json");
+    let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+    if modified < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+/// Prints how many times faster toolwarden's median is than each peer's, for every comparison
+/// this run measured.
+fn print_ratios(dir: &Path, since: SystemTime) {
+    let mut rows = Vec::new();
+    for n in [180usize, 1_200] {
+        let decide = format!("decide_{n}");
+        let offer = format!("offer_{n}");
+        for (what, ours, group, peer) in [
+            ("one decision (bound)", "toolwarden_bound", &decide, ""),
+            (
+                "one decision (binding each call)",
+                "toolwarden_unbound",
+                &decide,
+                "",
+            ),
+            ("offer", "toolwarden", &offer, "/"),
+        ] {
+            let id = |name: &str| {
+                if peer.is_empty() {
+                    format!("{group}/{name}")
+                } else {
+                    format!("{group}/{name}/{n}")
+                }
+            };
+            let Some(t) = median_ns(dir, &id(ours), since) else {
+                continue;
+            };
+            let ratio = |name: &str| {
+                median_ns(dir, &id(name), since)
+                    .map_or("-".to_string(), |p| format!("{:.0}×", p / t))
+            };
+            rows.push(format!(
+                "{:<36} {:>6} tools {:>12.1} ns {:>10} {:>10}",
+                what,
+                n,
+                t,
+                ratio("cedar"),
+                ratio("regorus")
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "\ntoolwarden's median, and how many times faster it is (peer median / toolwarden median):"
+    );
+    println!(
+        "{:<36} {:>12} {:>15} {:>10} {:>10}",
+        "", "policy", "toolwarden", "vs Cedar", "vs regorus"
+    );
+    for r in rows {
+        println!("{r}");
+    }
+}
+
+fn main() {
+    let since = SystemTime::now();
+    let dir = criterion_dir();
+    let mut c = Criterion::default()
+        .output_directory(&dir)
+        .configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+    print_ratios(&dir, since);
+}
