@@ -8,7 +8,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, NamedSource};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteDiagnostic, MietteError,
+    MietteSpanContents, SourceCode, SourceSpan, SpanContents,
+};
 use serde::Serialize;
 
 use crate::syntax::ast::{FileId, Span};
@@ -85,6 +88,13 @@ impl Sources {
         self.files.get(file.0 as usize).map_or("", |f| &f.text)
     }
 
+    /// The full text of `file`, shared (empty for an id this map does not hold).
+    fn shared_text(&self, file: FileId) -> Arc<str> {
+        self.files
+            .get(file.0 as usize)
+            .map_or_else(|| Arc::from(""), |f| Arc::clone(&f.text))
+    }
+
     /// The source text a span covers (empty when out of range).
     pub fn slice(&self, span: Span) -> &str {
         self.text(span.file).get(span.range()).unwrap_or("")
@@ -115,6 +125,48 @@ impl Sources {
             line: line + 1,
             column,
         }
+    }
+}
+
+/// One file's text as miette reads it, but with the column of a span's start counted in
+/// characters, as [`Location`] counts it: miette counts bytes, which put the `file:line:col` of
+/// a rendered report past the caret on a line with non-ASCII text before the span.
+struct CharColumns {
+    name: String,
+    text: Arc<str>,
+}
+
+impl SourceCode for CharColumns {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner =
+            self.text
+                .as_bytes()
+                .read_span(span, context_lines_before, context_lines_after)?;
+        // miette reports a column only for a span read without context (the report's header).
+        let column = if inner.column() == 0 {
+            0
+        } else {
+            let offset = span.offset().min(self.text.len());
+            let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+            self.text
+                .get(line_start..offset)
+                .map_or(inner.column(), |s| s.chars().count())
+        };
+        let contents = MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line(),
+            column,
+            inner.line_count(),
+        )
+        .with_language("warden");
+        Ok(Box::new(contents))
     }
 }
 
@@ -260,10 +312,10 @@ impl Diagnostic {
                 let start = (span.start as usize).min(text.len());
                 let end = (span.end as usize).clamp(start, text.len());
                 diag = diag.with_label(LabeledSpan::new(self.label.clone(), start, end - start));
-                let report = miette::Report::new(diag).with_source_code(
-                    NamedSource::new(sources.name(span.file), text.to_string())
-                        .with_language("warden"),
-                );
+                let report = miette::Report::new(diag).with_source_code(CharColumns {
+                    name: sources.name(span.file).to_string(),
+                    text: sources.shared_text(span.file),
+                });
                 handler.render_report(&mut out, report.as_ref())
             }
             None => handler.render_report(&mut out, &diag),

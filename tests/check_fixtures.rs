@@ -175,3 +175,16 @@ fn the_shipped_policies_check_clean() {
         assert!(policy.warnings().is_empty(), "{path}");
     }
 }
+
+/// A report's `file:line:col` counts characters, as the JSON form and `Location` do, also on a
+/// line with non-ASCII text before the span (miette alone would count bytes: 4:37 here).
+#[test]
+fn rendered_columns_count_characters() {
+    let text =
+        "policy \"fa\" version 1\neffects none\nmode m { }\ntool \"حذف_فاکتور\" { effect wrte }\n";
+    let err = Policy::parse(text, "fa.warden").unwrap_err();
+    let d = &err.diagnostics()[0];
+    assert_eq!(d.to_json(err.sources())["column"], 28);
+    let rendered = err.render();
+    assert!(rendered.contains("╭─[fa.warden:4:28]"), "{rendered}");
+}
