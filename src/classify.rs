@@ -8,8 +8,8 @@
 //! starts on a word boundary; `"word"` (and a phrase) must also end on one, `"stem*"` may end
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
-//! keyword hit with a negator within the negation window (in words, before or after) is dropped
-//! and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! keyword hit with a negator within the negation window (in words, before or after) and in the
+//! same sentence is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
 //! walks per word, each bounded by the longest keyword. A call allocates only its result (the
@@ -1190,7 +1190,7 @@ impl Classifier {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            let negator = self.negator_of(f, negators, negator_words);
+            let negator = self.negator_of(f, negators, negator_words, bytes, words);
             let entry = &self.keywords[k];
             let hit = Hit {
                 keyword: entry.text.clone(),
@@ -1213,9 +1213,18 @@ impl Classifier {
         (hits, dropped, mask)
     }
 
-    /// The first negation rule (in query order of the negators) that cancels keyword hit `f`.
-    /// `negators` is sorted by start; `negator_words` is the most words one of them covers.
-    fn negator_of(&self, f: &Found, negators: &[Found], negator_words: u32) -> Option<usize> {
+    /// The first negation rule (in query order of the negators) that cancels keyword hit `f`:
+    /// a negator within the rule's window, in the same sentence (see [`sentence_ends`]).
+    /// `negators` is sorted by start; `negator_words` is the most words one of them covers;
+    /// `text` is the normalized query and `words` its word ranges.
+    fn negator_of(
+        &self,
+        f: &Found,
+        negators: &[Found],
+        negator_words: u32,
+        text: &[u8],
+        words: &[(usize, usize)],
+    ) -> Option<usize> {
         if negators.is_empty() {
             return None;
         }
@@ -1234,15 +1243,39 @@ impl Classifier {
                 let rule = &self.negations[n];
                 let ok = match rule.direction {
                     Direction::Before => {
-                        g.end <= f.start && f.first_word.saturating_sub(g.last_word) <= rule.window
+                        g.end <= f.start
+                            && f.first_word.saturating_sub(g.last_word) <= rule.window
+                            && !sentence_ends(text, words, g.last_word, f.first_word)
                     }
                     Direction::After => {
-                        g.start >= f.end && g.first_word.saturating_sub(f.last_word) <= rule.window
+                        g.start >= f.end
+                            && g.first_word.saturating_sub(f.last_word) <= rule.window
+                            && !sentence_ends(text, words, f.last_word, g.first_word)
                     }
                 };
                 ok.then_some(n)
             })
     }
+}
+
+/// Whether a sentence ends between word `from` and the later word `to` of normalized `text`
+/// (`words` its word ranges): a gap between two of the words from `from` to `to` holds `.`
+/// `!` `?` `;` (fullwidth forms and `…` read as these once normalized), the Arabic-script
+/// `؟` `؛` `۔`, or the ideographic full stop `。`. A negator does not reach across a sentence
+/// end: in "don't worry. cancel it" nothing negates "cancel".
+fn sentence_ends(text: &[u8], words: &[(usize, usize)], from: u32, to: u32) -> bool {
+    let (from, to) = (
+        from as usize,
+        (to as usize).min(words.len().saturating_sub(1)),
+    );
+    (from..to).any(|j| {
+        let gap = text.get(words[j].1..words[j + 1].0).unwrap_or_default();
+        gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+            || gap
+                .windows(2)
+                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
+            || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
+    })
 }
 
 /// One walk of the keyword automaton from a word start of the normalized text.

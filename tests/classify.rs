@@ -172,6 +172,33 @@ fn persian_negation_follows_the_verb() {
 }
 
 #[test]
+fn negation_stops_at_the_end_of_a_sentence() {
+    for q in [
+        "Don't worry. Cancel it",
+        "don't worry! cancel it",
+        "don't wait; cancel it",
+        "don't worry… cancel it",
+        "don't worry？ cancel it",
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "destructive", "{q}");
+        assert_eq!(hits(&i), [("cancel", "destructive")], "{q}");
+        assert_eq!(dropped(&i), [], "{q}");
+    }
+    // A comma does not end the sentence.
+    assert_eq!(
+        dropped(&classify("don't, cancel it")),
+        [("cancel", "don't")]
+    );
+    // Persian: the negator after the verb, with the Arabic question mark or a full stop between.
+    let i = classify("حذف کن؟ نکن");
+    assert_eq!((i.name.as_str(), i.dropped.len()), ("destructive", 0));
+    let i = classify("حذف کن. نکن");
+    assert_eq!((i.name.as_str(), i.dropped.len()), ("destructive", 0));
+    assert_eq!(dropped(&classify("حذف نکن")), [("حذف", "نکن")]);
+}
+
+#[test]
 fn arabic_letters_match_persian_keywords() {
     // "پاک کن" written with Arabic kaf (ك) and the Persian one.
     assert_eq!(classify("فایل را پاك كن").name, "destructive");
