@@ -516,6 +516,35 @@ fn malformed_files_point_at_the_bad_case() {
 }
 
 #[test]
+fn unknown_tools_in_forced_and_offered_are_errors_at_their_line() {
+    let dir = scratch("names");
+    let p = write_test(
+        &dir,
+        "forced.test.yaml",
+        "cases:\n  - name: typo\n    tool: get_invoice\n    request: { intent: read, forced: [delete_invoce] }\n    expect: { decision: deny }\n",
+    );
+    assert_eq!(
+        run_file(&p, None).error,
+        Some(format!(
+            "{}:5:30: case `typo`: unknown tool `delete_invoce` in `forced`: neither declared nor matched by a pattern",
+            p.display()
+        ))
+    );
+    let p = write_test(
+        &dir,
+        "offered.test.yaml",
+        "cases:\n  - name: typo\n    request: { intent: read }\n    tools: [get_invoice]\n    expect:\n      offered: [get_invoce]\n",
+    );
+    assert_eq!(
+        run_file(&p, None).error,
+        Some(format!(
+            "{}:7:7: case `typo`: unknown tool `get_invoce`: neither declared nor matched by a pattern (a case about an undeclared name says `undeclared: true`)",
+            p.display()
+        ))
+    );
+}
+
+#[test]
 fn coverage_lists_what_no_case_exercised() {
     let dir = scratch("cov");
     let p = write_test(

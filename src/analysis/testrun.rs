@@ -340,6 +340,14 @@ fn prepare(policy: &Policy, spec: &ReqSpec) -> Result<Prepared, (&'static str, S
         }
     }
     if let Some(f) = &spec.forced {
+        if let Some(n) = f.iter().find(|n| !known_tool(policy, n)) {
+            return Err((
+                "forced",
+                format!(
+                    "unknown tool `{n}` in `forced`: neither declared nor matched by a pattern"
+                ),
+            ));
+        }
         request = request.forced(f.clone());
     }
     let intent = match (&spec.query, &spec.intent) {
@@ -565,21 +573,11 @@ fn validate(policy: &Policy, case: &CaseSpec) -> Result<(), (&'static str, Strin
         }
     }
     if !case.undeclared {
-        let names = case
-            .tool
-            .iter()
-            .chain(case.tools.iter().flatten())
-            .chain(e.offered.iter().flatten());
-        for n in names {
-            if matches!(
-                policy.resolve_tool(n).0,
-                ToolMatch::Unknown | ToolMatch::Defaults
-            ) {
-                let key = if case.tool.as_deref() == Some(n.as_str()) {
-                    "tool"
-                } else {
-                    "tools"
-                };
+        let names = (case.tool.iter().map(|n| ("tool", n)))
+            .chain(case.tools.iter().flatten().map(|n| ("tools", n)))
+            .chain(e.offered.iter().flatten().map(|n| ("offered", n)));
+        for (key, n) in names {
+            if !known_tool(policy, n) {
                 return Err((
                     key,
                     format!(
@@ -720,6 +718,15 @@ fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
         .map(str::to_string)
         .collect();
     cov
+}
+
+/// Whether `name` is a declared tool or matched by a pattern (not left to `defaults` or
+/// `unknown`).
+fn known_tool(policy: &Policy, name: &str) -> bool {
+    !matches!(
+        policy.resolve_tool(name).0,
+        ToolMatch::Unknown | ToolMatch::Defaults
+    )
 }
 
 /// Checks that every name in `names` is declared (`declared` lists the policy's names);
