@@ -252,6 +252,7 @@ impl<W: Write> Auditor<W> {
         let source = verdict.source.clone();
         if self.enforcement == Enforcement::Advisory && verdict.decision != Decision::Allow {
             verdict.decision = Decision::Allow;
+            verdict.would_be = Some(would_be);
             verdict.reason = format!("advisory: would be {would_be}: {}", verdict.reason);
             let mut exec = args.as_object().cloned().unwrap_or_default();
             for field in &verdict.confirm_fields {

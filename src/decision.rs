@@ -267,6 +267,10 @@ pub struct Verdict {
     /// Whether the call carried a confirmation field set to the literal `true` (seed 004's
     /// `confirmation_received`).
     pub confirmation_received: bool,
+    /// Under advisory enforcement ([`crate::audit::Enforcement::Advisory`]): the decision
+    /// enforcement would have made, when this allow overrode it (then `stage`, `source` and
+    /// `reason` are that decision's); `None` otherwise.
+    pub would_be: Option<Decision>,
     /// The argument names that confirm a call (`confirm fields`).
     #[serde(skip)]
     pub(crate) confirm_fields: Vec<String>,
@@ -291,22 +295,34 @@ impl Verdict {
     /// The result in seed 004's shape. An allow gives `{"ok": true, "decision": "allow",
     /// "args": {...}}`; a deny gives `{"ok": false, "error", "metadata": {"blocked_by_policy":
     /// true, "stage", "operation_type", "effect", "policy_source"}}`; a confirm adds
-    /// `"confirmation_required": true`, `"confirmation_fields"` and `"pending_call"`.
+    /// `"confirmation_required": true`, `"confirmation_fields"` and `"pending_call"`. An allow
+    /// that advisory enforcement let through adds `"advisory": {"would_be", "stage",
+    /// "reason"}` to its metadata.
     pub fn to_json(&self) -> Value {
         match self.decision {
-            Decision::Allow => serde_json::json!({
-                "ok": true,
-                "decision": "allow",
-                "tool": self.tool,
-                "args": self.args_for_execution,
-                "confirmation_received": self.confirmation_received,
-                "metadata": {
-                    "blocked_by_policy": false,
-                    "operation_type": self.operation_type,
-                    "effect": self.effect,
-                    "policy_source": self.source,
+            Decision::Allow => {
+                let mut v = serde_json::json!({
+                    "ok": true,
+                    "decision": "allow",
+                    "tool": self.tool,
+                    "args": self.args_for_execution,
+                    "confirmation_received": self.confirmation_received,
+                    "metadata": {
+                        "blocked_by_policy": false,
+                        "operation_type": self.operation_type,
+                        "effect": self.effect,
+                        "policy_source": self.source,
+                    }
+                });
+                if let Some(would_be) = self.would_be {
+                    v["metadata"]["advisory"] = serde_json::json!({
+                        "would_be": would_be,
+                        "stage": self.stage.map(Stage::as_str),
+                        "reason": self.reason,
+                    });
                 }
-            }),
+                v
+            }
             Decision::Deny | Decision::Confirm => {
                 let mut v = serde_json::json!({
                     "ok": false,

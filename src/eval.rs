@@ -624,6 +624,7 @@ impl Policy {
             pending: None,
             missing: Vec::new(),
             confirmation_received: false,
+            would_be: None,
             confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
         };
         let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {

@@ -480,6 +480,14 @@ fn guard_and_offer_write_an_audit_log_and_advisory_allows_but_marks() {
     let v: Value = serde_json::from_str(&stdout(&o)).expect("json");
     assert_eq!(v["ok"], json!(true));
     assert_eq!(v["args"], json!({"invoice_id": 7}));
+    assert_eq!(
+        v["metadata"]["advisory"],
+        json!({
+            "would_be": "deny",
+            "stage": "role",
+            "reason": "advisory: would be deny: `delete_invoice` needs one of the roles `accountant`"
+        })
+    );
     let text = std::fs::read_to_string(&log).expect("the log exists");
     let records: Vec<Value> = text
         .lines()
