@@ -109,6 +109,7 @@ fn each_fixture_reports_the_expected_codes() {
         ),
         ("syntax_bad_escape", &["bad-escape"]),
         ("syntax_bad_keyword", &["syntax"]),
+        ("syntax_keyword_comma", &["syntax"]),
         ("syntax_missing_brace", &["syntax"]),
         ("syntax_several", &["syntax", "syntax", "undefined-effect"]),
         ("syntax_single_quotes", &["syntax"]),

@@ -231,10 +231,23 @@ fn syntax_error(variant: &ErrorVariant<Rule>, text: &str, at: usize, file: FileI
         found_span,
         format!("expected {} here", without_examples(&expected)),
     );
-    if let Some(help) = single_quoted(text, at).or_else(|| syntax_help(&found, &expected)) {
+    let help = single_quoted(text, at)
+        .or_else(|| comma_before_language(text, at, &found, &expected))
+        .or_else(|| syntax_help(&found, &expected));
+    if let Some(help) = help {
         d = d.help(help);
     }
     d
+}
+
+/// For a bare word where a string was expected right after a comma (`en "add", es "crear"`),
+/// the help that says languages follow each other without a comma.
+fn comma_before_language(text: &str, at: usize, found: &str, expected: &str) -> Option<String> {
+    let after_comma = text.get(..at)?.trim_end().ends_with(',');
+    let word = !found.is_empty() && found.chars().all(|c| c.is_alphanumeric() || c == '-');
+    (expected == "a quoted string" && after_comma && word).then(|| {
+        format!("if `{found}` starts the next language, drop the comma before it: languages follow each other without one (`en \"add\"  {found} \"...\"`)")
+    })
 }
 
 /// For a single-quoted string at `at` (`'invoices.view'`), the help that rewrites it with
