@@ -189,7 +189,8 @@ impl PolicyWatcher {
         self.shared.current.load().policy.clone()
     }
 
-    /// The generation served now: 1 after the first load, +1 per successful reload.
+    /// The generation served now: 1 after the first load, +1 per successful reload that changed
+    /// the text of the policy or of an include (a reload of unchanged files is none).
     pub fn generation(&self) -> u64 {
         self.shared.generation.load(Ordering::SeqCst)
     }
@@ -199,7 +200,8 @@ impl PolicyWatcher {
         self.shared.rejected.load(Ordering::SeqCst)
     }
 
-    /// Reloads now, whatever the file system says, and calls the callback.
+    /// Reloads now, whatever the file system says, and calls the callback, unless the files
+    /// are unchanged: then the served generation is returned and nothing is reported.
     ///
     /// # Errors
     ///
@@ -224,6 +226,12 @@ impl Shared {
         let mut callback = self.reload.lock().unwrap_or_else(|e| e.into_inner());
         match Policy::from_file(&self.path) {
             Ok(policy) => {
+                // One edit can raise several file events (truncate, then write): text that is
+                // what is served already is not a new generation.
+                let served = self.current.load();
+                if same_sources(&served.policy, &policy) {
+                    return Ok(served.generation);
+                }
                 let files = source_files(&policy);
                 let generation = self.generation.load(Ordering::SeqCst) + 1;
                 // Publish the whole snapshot first, then the counter: a reader that sees the
@@ -259,6 +267,16 @@ fn parent(p: &Path) -> PathBuf {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// Whether two policies were read from the same files with the same texts.
+fn same_sources(a: &Policy, b: &Policy) -> bool {
+    let (a, b) = (a.sources(), b.sources());
+    a.len() == b.len()
+        && (0..a.len()).all(|i| {
+            let id = crate::syntax::ast::FileId(u32::try_from(i).unwrap_or(u32::MAX));
+            a.name(id) == b.name(id) && a.text(id) == b.text(id)
+        })
 }
 
 /// The canonical paths of every file a policy was read from.

@@ -93,6 +93,9 @@ fn broken_edit_keeps_old_decisions_and_fixed_edit_takes_effect() {
     write(&root, &policy(3, "write"));
     assert_eq!(w.reload_now().expect("reloads"), 2);
     assert_eq!(w.generation(), 2);
+    // Reloading unchanged files is no new generation and reports nothing.
+    assert_eq!(w.reload_now().expect("reloads"), 2);
+    assert_eq!(w.generation(), 2);
     let snap = w.current();
     assert_eq!((snap.generation, snap.policy.version()), (2, Some(3)));
     assert_eq!(decision(&w, "t"), Decision::Deny);

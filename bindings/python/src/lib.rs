@@ -978,7 +978,8 @@ impl PolicyWatcher {
         }
     }
 
-    /// How many times a policy was loaded (1 after the first load).
+    /// 1 after the first load, +1 per reload that changed the policy text (reloading unchanged
+    /// files is no new generation).
     #[getter]
     fn generation(&self) -> u64 {
         self.inner.generation()
