@@ -1383,41 +1383,85 @@ impl Checker {
             );
         }
         // Keywords are compared as the automaton holds them: normalized, stem or word.
-        let mut seen: HashMap<(Vec<String>, bool, usize), usize> = HashMap::new();
-        let mut problems = Vec::new();
         let fold = self.model.fold_accents;
-        for (i, k) in self.model.keywords.iter().enumerate() {
-            let (body, stem) = match k.text.strip_suffix('*') {
-                Some(body) => (body, true),
-                None => (k.text.as_str(), false),
-            };
-            let spellings = crate::classify::spellings(body, fold);
-            problems.extend(spelling_problem(
-                "keyword", &k.text, k.span, &spellings, stem,
-            ));
-            if spellings.is_empty() {
+        let keywords = &self.model.keywords;
+        let normalized: Vec<(Vec<String>, bool)> = keywords
+            .iter()
+            .map(|k| match k.text.strip_suffix('*') {
+                Some(body) => (crate::classify::spellings(body, fold), true),
+                None => (crate::classify::spellings(&k.text, fold), false),
+            })
+            .collect();
+        // Stems by spelling: (intent, keyword index) of each.
+        let mut stems: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        for (i, (spellings, stem)) in normalized.iter().enumerate() {
+            if *stem {
+                for s in spellings {
+                    stems.entry(s).or_default().push((keywords[i].intent, i));
+                }
+            }
+        }
+        let mut seen: HashMap<(&[String], bool, usize), usize> = HashMap::new();
+        let mut problems = Vec::new();
+        for (i, (k, (spellings, stem))) in keywords.iter().zip(&normalized).enumerate() {
+            // A keyword that cannot match is reported as such, and only as such.
+            if let Some(d) = spelling_problem("keyword", &k.text, k.span, spellings, *stem) {
+                problems.push(d);
                 continue;
             }
-            let Some(&j) = seen.get(&(spellings.clone(), stem, k.intent)) else {
-                seen.insert((spellings, stem, k.intent), i);
-                continue;
-            };
-            let first = &self.model.keywords[j];
             let intent = &self.model.intents[k.intent].name;
-            let message = if first.text.to_lowercase() == k.text.to_lowercase() {
-                format!("keyword `{}` is listed twice for intent `{intent}`", k.text)
-            } else {
-                format!(
-                    "keyword `{}` is `{}` once normalized, listed twice for intent `{intent}`",
-                    k.text, first.text
-                )
+            if let Some(&j) = seen.get(&(spellings.as_slice(), *stem, k.intent)) {
+                let first = &keywords[j];
+                let message = if first.text.to_lowercase() == k.text.to_lowercase() {
+                    format!("keyword `{}` is listed twice for intent `{intent}`", k.text)
+                } else {
+                    format!(
+                        "keyword `{}` is `{}` once normalized, listed twice for intent `{intent}`",
+                        k.text, first.text
+                    )
+                };
+                problems.push(
+                    Diagnostic::warning("duplicate-keyword", message)
+                        .at(k.span, "repeats an earlier entry")
+                        .related(first.span, "first listed")
+                        .help("delete one of the entries"),
+                );
+                continue;
+            }
+            seen.insert((spellings.as_slice(), *stem, k.intent), i);
+            // A keyword every spelling of which a stem of the same intent and language starts
+            // adds nothing (a stem of another language is left alone: hits name the language).
+            let covering = |s: &String| {
+                s.char_indices()
+                    .skip(1)
+                    .map(|(at, _)| at)
+                    .chain([s.len()])
+                    .find_map(|at| {
+                        stems.get(&s[..at])?.iter().find_map(|&(intent, j)| {
+                            (intent == k.intent && j != i && keywords[j].lang == k.lang)
+                                .then_some(j)
+                        })
+                    })
             };
-            problems.push(
-                Diagnostic::warning("duplicate-keyword", message)
-                    .at(k.span, "")
-                    .related(first.span, "first listed")
-                    .help("delete one of the entries"),
-            );
+            let cover = spellings
+                .iter()
+                .map(covering)
+                .collect::<Option<Vec<usize>>>();
+            if let Some(&j) = cover.as_ref().and_then(|c| c.first()) {
+                let by = &keywords[j];
+                problems.push(
+                    Diagnostic::warning(
+                        "redundant-keyword",
+                        format!(
+                            "keyword `{}` adds nothing: the `{}` stem `{}` of intent `{intent}` matches every word it does",
+                            k.text, k.lang, by.text
+                        ),
+                    )
+                    .at(k.span, "covered by a stem")
+                    .related(by.span, "the stem")
+                    .help("delete this entry, or narrow the stem"),
+                );
+            }
         }
         for n in &self.model.negations {
             let spellings = crate::classify::spellings(&n.text, fold);
@@ -1473,19 +1517,32 @@ fn spelling_problem(
     }
     const WORDS: &str =
         "words are runs of letters and digits, joined by `'`, `.` or `:` between letters";
+    let not_word = |c: char| !c.is_alphanumeric();
     let (label, help) = match reason {
-        crate::classify::Unmatchable::Start(c) => (
-            format!("no word starts with {}", shown_char(c)),
-            format!("a {what} must start with a letter or digit: {WORDS}"),
-        ),
+        crate::classify::Unmatchable::Start(c) => {
+            let body = text.trim_start_matches(not_word);
+            let fix = if body.is_empty() || body == text {
+                String::new()
+            } else {
+                format!("write \"{body}\": ")
+            };
+            (
+                format!("no word starts with {}", shown_char(c)),
+                format!("{fix}a {what} must start with a letter or digit; {WORDS}"),
+            )
+        }
         crate::classify::Unmatchable::End(c) => {
+            let body = text.trim_end_matches(not_word);
+            let fix = match (body.is_empty() || body == text, what == "keyword") {
+                (false, true) => format!(
+                    "write the stem \"{text}*\" to match the text as written, or \"{body}\" for the word alone: "
+                ),
+                (false, false) => format!("write \"{body}\": "),
+                (true, _) => String::new(),
+            };
             (
                 format!("no word ends with {}", shown_char(c)),
-                if what == "keyword" {
-                    format!("a keyword must end with a letter or digit, or be a stem (\"word*\"): {WORDS}")
-                } else {
-                    format!("a {what} must end with a letter or digit: {WORDS}")
-                },
+                format!("{fix}a {what} must end with a letter or digit; {WORDS}"),
             )
         }
     };

@@ -83,6 +83,8 @@ fn each_fixture_reports_the_expected_codes() {
                 "unmatchable-keyword",
                 "duplicate-keyword",
                 "duplicate-keyword",
+                "redundant-keyword",
+                "redundant-keyword",
                 "unmatchable-keyword",
             ],
         ),
