@@ -12,7 +12,8 @@
 //! same sentence is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
-//! walks per word, each bounded by the longest keyword. A call allocates only its result (the
+//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), and at
+//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded. A call allocates only its result (the
 //! working buffers are kept per thread).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
@@ -63,8 +64,10 @@ pub struct Intent {
     pub dropped: Vec<Hit>,
     /// Whether no keyword hit counted and the fallback intent was used.
     pub fallback: bool,
-    /// Whether the query was longer than [`limits::MAX_QUERY_BYTES`] and only its start was read
-    /// (up to the last white space before the cap, so no word is read cut in two).
+    /// Whether only the start of the query was read: it was longer than
+    /// [`limits::MAX_QUERY_BYTES`] (it is read up to the last white space before the cap, so no
+    /// word is read cut in two), or it held more than [`limits::MAX_QUERY_OCCURRENCES`] keyword
+    /// and negator occurrences (it is read up to the word where the cap was reached).
     pub truncated: bool,
 }
 
@@ -955,6 +958,17 @@ impl Classifier {
         let mut texts: Vec<String> = Vec::new();
         let mut needles: Vec<Needle> = Vec::new();
         let mut patterns = Vec::with_capacity(entries.len());
+        // What a spelling contributes to a classification: two spellings of one needle with the
+        // same role make the same hits (but for the keyword text a hit reports), so only the
+        // first declared is kept. A needle then has at most two patterns per intent and one per
+        // negation window and direction, whatever the policy repeats.
+        let role = |info: &PatternInfo| match info.target {
+            Target::Keyword(k) => (0, model.keywords[k].intent, info.kind as usize),
+            Target::Negator(n) => {
+                let rule = &model.negations[n];
+                (1, rule.direction as usize, rule.window as usize)
+            }
+        };
         for (text, info) in entries {
             if texts.last() != Some(&text) {
                 needles.push(Needle {
@@ -964,9 +978,14 @@ impl Classifier {
                 });
                 texts.push(text);
             }
-            if let Some(n) = needles.last_mut() {
-                n.count += 1;
+            let Some(n) = needles.last_mut() else {
+                continue;
+            };
+            let first = n.first as usize;
+            if patterns[first..].iter().any(|p| role(p) == role(&info)) {
+                continue;
             }
+            n.count += 1;
             patterns.push(info);
         }
         let automaton = if texts.is_empty() {
@@ -1078,19 +1097,19 @@ impl Classifier {
         while !query.is_char_boundary(cut) {
             cut -= 1;
         }
-        let truncated = cut < query.len();
+        let mut truncated = cut < query.len();
         if truncated {
             // A word the cap cuts in two is not read: "addx" cut after "add" is not "add".
-            if let Some((at, _)) = query[..cut]
-                .char_indices()
-                .rev()
-                .find(|&(_, c)| c.is_whitespace())
-            {
-                cut = at;
-            }
+            cut = word_safe_cut(&query[..cut]);
         }
         let query = &query[..cut];
-        let (hits, dropped, mask) = self.scan(query, scratch);
+        let Scanned {
+            hits,
+            dropped,
+            mask,
+            cut_short,
+        } = self.scan(query, scratch);
+        truncated |= cut_short;
         if mask == 0 {
             let fallback_name = self
                 .fallback
@@ -1128,16 +1147,15 @@ impl Classifier {
         }
     }
 
-    /// Finds the keyword hits in `query`: `(counted, dropped, mask of the intents counted)`,
-    /// each list in query order.
-    fn scan(&self, query: &str, scratch: &mut Scratch) -> (Vec<Hit>, Vec<Hit>, u64) {
-        let mut mask = 0u64;
-        let (mut hits, mut dropped) = (Vec::new(), Vec::new());
+    /// Finds the keyword hits in `query`, each list in query order. Reading stops at the word
+    /// start where the occurrences found would pass [`limits::MAX_QUERY_OCCURRENCES`].
+    fn scan(&self, query: &str, scratch: &mut Scratch) -> Scanned {
+        let mut out = Scanned::default();
         let Some(ac) = &self.automaton else {
-            return (hits, dropped, mask);
+            return out;
         };
         let Ok(start_state) = ac.start_state(Anchored::Yes) else {
-            return (hits, dropped, mask);
+            return out;
         };
         let Scratch {
             norm,
@@ -1169,8 +1187,16 @@ impl Classifier {
                 first,
                 words,
             };
+            let found_before = (keywords.len(), negators.len());
             if walk.run(self, sid, read, false, keywords, negators) {
                 walk.run(self, start_state, 0, true, keywords, negators);
+            }
+            if keywords.len() + negators.len() > limits::MAX_QUERY_OCCURRENCES {
+                // Nothing from this word start on is read.
+                keywords.truncate(found_before.0);
+                negators.truncate(found_before.1);
+                out.cut_short = true;
+                break;
             }
         }
         keywords.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
@@ -1184,7 +1210,7 @@ impl Classifier {
             .max()
             .unwrap_or(1);
         if negators.is_empty() {
-            hits.reserve_exact(keywords.len());
+            out.hits.reserve_exact(keywords.len());
         }
         for f in keywords.iter() {
             let Target::Keyword(k) = f.target else {
@@ -1204,13 +1230,13 @@ impl Classifier {
                 negated_by: negator.map(|n| self.negator_texts[n].clone()),
             };
             if negator.is_some() {
-                dropped.push(hit);
+                out.dropped.push(hit);
             } else {
-                mask |= 1u64 << u32::from(entry.intent).min(63);
-                hits.push(hit);
+                out.mask |= 1u64 << u32::from(entry.intent).min(63);
+                out.hits.push(hit);
             }
         }
-        (hits, dropped, mask)
+        out
     }
 
     /// The first negation rule (in query order of the negators) that cancels keyword hit `f`:
@@ -1276,6 +1302,32 @@ fn sentence_ends(text: &[u8], words: &[(usize, usize)], from: u32, to: u32) -> b
                 .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
             || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
     })
+}
+
+/// What [`Classifier::scan`] found in a query.
+#[derive(Default)]
+struct Scanned {
+    /// Keyword hits that counted, in query order.
+    hits: Vec<Hit>,
+    /// Keyword hits a negator dropped, in query order.
+    dropped: Vec<Hit>,
+    /// The intents of `hits`, as a bit set by intent index.
+    mask: u64,
+    /// Whether reading stopped early at [`limits::MAX_QUERY_OCCURRENCES`].
+    cut_short: bool,
+}
+
+/// The end of the longest start of `text` that does not end inside a word: after its last
+/// white space (or ZWNJ), else after its last ASCII character that no word holds (not a letter,
+/// digit, `_`, `'`, `.`, `:`, `,` or `;`), else 0.
+fn word_safe_cut(text: &str) -> usize {
+    let breaks = |c: char| c.is_whitespace() || c == '\u{200C}';
+    if let Some((at, _)) = text.char_indices().rev().find(|&(_, c)| breaks(c)) {
+        return at;
+    }
+    text.bytes()
+        .rposition(|b| b.is_ascii() && !b.is_ascii_alphanumeric() && !b"_'.:,;".contains(&b))
+        .unwrap_or(0)
 }
 
 /// One walk of the keyword automaton from a word start of the normalized text.

@@ -30,6 +30,13 @@ pub const MAX_PATTERNS: usize = 10_000;
 /// white space before the cap, is ignored and the result says it was truncated.
 pub const MAX_QUERY_BYTES: usize = 1024 * 1024;
 
+/// Most keyword and negator occurrences `classify` records for one query. Reading stops at the
+/// word where the next would pass the cap (the words from there on are ignored, and the result
+/// says it was truncated), so a policy of many overlapping phrases cannot make one query cost
+/// unbounded time and memory. A query of the shipped lexicon's keywords reaches it after about
+/// 10,000 words.
+pub const MAX_QUERY_OCCURRENCES: usize = 10_000;
+
 /// Deepest nesting of arrays and objects accepted in call arguments: `check_call` denies deeper
 /// arguments at stage `requires`, and [`crate::parse_args`] rejects them while parsing.
 pub const MAX_ARGS_DEPTH: usize = 64;

@@ -2,6 +2,7 @@
 
 use std::sync::OnceLock;
 
+use toolwarden::limits::MAX_QUERY_OCCURRENCES;
 use toolwarden::{Intent, Policy};
 
 /// `policies/finance.warden`, which includes the standard lexicon.
@@ -381,18 +382,26 @@ fn a_one_mebibyte_query_classifies() {
     assert!(!i.truncated);
     assert_eq!(i.hits.last().map(|h| h.span), Some((q.len() - 6, q.len())));
 
-    // Many negated hits: every one dropped, none counted.
+    // Many negated hits: every one dropped, none counted. Two occurrences a repetition (the
+    // negator and the keyword): reading stops at the occurrence cap.
     let q = "no borres ".repeat(100_000);
     let i = classify(&q);
     assert!(i.fallback);
-    assert_eq!(i.dropped.len(), 100_000);
+    assert_eq!(i.dropped.len(), MAX_QUERY_OCCURRENCES / 2);
     assert!(i.hits.is_empty());
+    assert!(i.truncated);
+    let q = "no borres ".repeat(MAX_QUERY_OCCURRENCES / 2);
+    let i = classify(&q);
+    assert_eq!(
+        (i.dropped.len(), i.truncated),
+        (MAX_QUERY_OCCURRENCES / 2, false)
+    );
 
     // Many ZWNJs: each word is read spaced and joined, and counted once.
-    let q = "پاک\u{200C}سازی ".repeat(50_000);
+    let q = "پاک\u{200C}سازی ".repeat(2_000);
     let i = classify(&q);
     assert_eq!(i.name, "destructive");
-    assert_eq!(i.hits.len(), 50_000);
+    assert_eq!(i.hits.len(), 2_000);
     assert!(i.hits.iter().all(|h| h.keyword == "پاک\u{200C}سازی"));
 
     // Past the cap, the rest is not read and the result says so.

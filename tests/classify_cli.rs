@@ -82,6 +82,21 @@ fn invalid_utf8_argument_is_a_clear_error() {
 }
 
 #[test]
+fn a_truncated_query_says_so() {
+    let p = finance();
+    let query = "x ".repeat(600_000);
+    let out = run(
+        &[os("classify"), os("-p"), os(&p), os("-")],
+        Some(query.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "intent: read (fallback: no keyword hit)\n  truncated: only the start of the query was read (it is over 1048576 bytes or 10000 keyword occurrences)\n"
+    );
+}
+
+#[test]
 fn invalid_utf8_on_stdin_is_a_clear_error() {
     let p = finance();
     let out = run(

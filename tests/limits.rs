@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use toolwarden::limits::{
     MAX_ARGS_DEPTH, MAX_EFFECTS, MAX_INCLUDE_DEPTH, MAX_INTENTS, MAX_KEYWORDS, MAX_KEYWORD_BYTES,
-    MAX_PATTERNS, MAX_POLICY_BYTES, MAX_QUERY_BYTES,
+    MAX_PATTERNS, MAX_POLICY_BYTES, MAX_QUERY_BYTES, MAX_QUERY_OCCURRENCES,
 };
 use toolwarden::{Decision, Policy, PolicyError, Request, Stage, Turn};
 
@@ -237,6 +237,61 @@ fn longest_keywords_classify_a_one_mib_query_in_bounded_time() {
     let intent = timed("longest keywords, 1 MiB of `a` and ZWNJ", || {
         policy.classify(&query)
     });
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
+}
+
+/// The phrases `"a"`, `"a a"`, … of up to 64 words under 60 intents, each keyword listed twice,
+/// and the same phrases as negators: every word start of a query of `a`s begins 64 × 60
+/// occurrences.
+fn overlapping_policy() -> String {
+    let phrases: Vec<String> = (1..=64)
+        .map(|n| format!("\"{}\"", vec!["a"; n].join(" ")))
+        .collect();
+    let list = phrases.join(", ");
+    let intents: Vec<String> = (0..60).map(|i| format!("i{i}")).collect();
+    let mut text = format!(
+        "policy \"overlap\"\nmode m {{ }}\neffects none\nintents {} > read\nfallback read\n",
+        intents.join(" > ")
+    );
+    for i in &intents {
+        writeln!(text, "keywords {i} {{ en {list}, {list} }}").unwrap();
+    }
+    writeln!(text, "negation after 1 {{ en {list} }}").unwrap();
+    text
+}
+
+#[test]
+fn overlapping_phrases_stop_at_the_occurrence_cap() {
+    let policy = timed("compile 7,680 overlapping keywords", || {
+        Policy::parse(&overlapping_policy(), "overlap.warden")
+    })
+    .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let query = "a ".repeat(MAX_QUERY_BYTES / 2);
+    let intent = timed("classify 1 MiB of overlapping occurrences", || {
+        policy.classify(&query)
+    });
+    assert!(intent.truncated);
+    let found = intent.hits.len() + intent.dropped.len();
+    assert!(found > 0 && found <= MAX_QUERY_OCCURRENCES, "{found}");
+    // Each keyword listed twice counts once: one hit per phrase, intent and position.
+    let intent = policy.classify("a");
+    assert_eq!((intent.hits.len(), intent.truncated), (60, false));
+    assert_eq!(intent.name, "i0");
+}
+
+#[test]
+fn a_query_with_no_white_space_before_the_cap_is_not_read_cut_inside_a_word() {
+    let policy = Policy::from_file("policies/finance.warden").expect("finance loads");
+    // The cap falls inside "deleted": the word is not read, so it cannot hit "delete".
+    let mut query = "/".repeat(MAX_QUERY_BYTES - 6);
+    query.push_str("deleted invoices");
+    let intent = timed("classify 1 MiB of `/`", || policy.classify(&query));
+    assert!(intent.truncated);
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
+    // One word longer than the cap: nothing is read.
+    let query = format!("delete{}", "x".repeat(MAX_QUERY_BYTES));
+    let intent = policy.classify(&query);
+    assert!(intent.truncated);
     assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
 }
 

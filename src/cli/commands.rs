@@ -133,6 +133,13 @@ fn print_intent(intent: &Intent, text: &str) {
             h.negated_by.as_deref().unwrap_or("")
         );
     }
+    if intent.truncated {
+        println!(
+            "  truncated: only the start of the query was read (it is over {} bytes or {} keyword occurrences)",
+            toolwarden::limits::MAX_QUERY_BYTES,
+            toolwarden::limits::MAX_QUERY_OCCURRENCES
+        );
+    }
 }
 
 /// Builds the request and the intent from the flags.
