@@ -833,25 +833,33 @@ impl Checker {
     }
 
     fn keyword_ok(&mut self, e: &Name) -> bool {
+        const FORMS: &str =
+            "write a word (\"delete\"), a stem (\"elimin*\") or a phrase (\"do not\")";
         let text = e.text.trim();
         let problem = if text.is_empty() {
-            Some("a keyword cannot be empty")
+            Some(("a keyword cannot be empty", FORMS))
         } else if text == "*" {
-            Some("a keyword cannot be only `*`")
+            Some(("a keyword cannot be only `*`", FORMS))
         } else if text.trim_end_matches('*').contains('*') {
-            Some("`*` may only end a keyword")
+            Some(("`*` may only end a keyword", FORMS))
         } else if text.ends_with("**") {
-            Some("a keyword ends with at most one `*`")
+            Some(("a keyword ends with at most one `*`", FORMS))
+        } else if text
+            .strip_suffix('*')
+            .is_some_and(|body| body.ends_with(char::is_whitespace))
+        {
+            Some((
+                "a `*` after a space",
+                "`*` ends a stem right after its last letter (\"drop*\" matches `drop`, `dropped`, `dropbox`); no keyword stands for any next word",
+            ))
         } else {
             None
         };
-        if let Some(p) = problem {
+        if let Some((p, help)) = problem {
             self.error(
                 Diagnostic::error("bad-keyword", format!("{p}: `{}`", e.text))
                     .at(e.span, "")
-                    .help(
-                        "write a word (\"delete\"), a stem (\"elimin*\") or a phrase (\"do not\")",
-                    ),
+                    .help(help),
             );
             return false;
         }
@@ -1413,11 +1421,16 @@ impl Checker {
             if let Some(&j) = seen.get(&(spellings.as_slice(), *stem, k.intent)) {
                 let first = &keywords[j];
                 let message = if first.text.to_lowercase() == k.text.to_lowercase() {
-                    format!("keyword `{}` is listed twice for intent `{intent}`", k.text)
+                    format!(
+                        "keyword `{}` is listed twice for intent `{intent}`",
+                        shown(&k.text)
+                    )
                 } else {
                     format!(
-                        "keyword `{}` is `{}` once normalized, listed twice for intent `{intent}`",
-                        k.text, first.text
+                        "keyword `{}` is the same as `{}` once normalized (`{}`), listed twice for intent `{intent}`",
+                        shown(&k.text),
+                        shown(&first.text),
+                        shown(&spellings[0])
                     )
                 };
                 problems.push(
@@ -1569,6 +1582,30 @@ fn shown_char(c: char) -> String {
     } else {
         format!("U+{:04X}", u32::from(c))
     }
+}
+
+/// `text` as a diagnostic shows it: a character a reader cannot see on its own (a zero-width
+/// or format character, a combining mark, white space other than a space) as `<U+200C>`.
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let visible = c == ' ' || shown_char(c).starts_with('`');
+            if visible && !is_invisible(c) {
+                c.to_string()
+            } else {
+                format!("<U+{:04X}>", u32::from(c))
+            }
+        })
+        .collect()
+}
+
+/// Characters normalization removes or reads as white space, which show nothing.
+fn is_invisible(c: char) -> bool {
+    c != ' '
+        && crate::classify::normalize(&c.to_string(), true)
+            .text
+            .trim()
+            .is_empty()
 }
 
 /// The code points of `text`, as `U+200B U+00AD`.

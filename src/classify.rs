@@ -1903,10 +1903,20 @@ pub(crate) enum Unmatchable {
 /// segments that hold a letter or digit, so a spelling whose first (last) word starts after
 /// its first character (ends before its last) is never found, in any context: the character
 /// there is outside every word or belongs to a longer one.
+///
+/// A stem whose first segment (between UAX #29 word boundaries) runs to its end may begin a
+/// longer word in a query (`"_*"` begins `_foo`), so only a stem whose first segment ends
+/// inside it, outside every word, is reported for its start.
 pub(crate) fn unmatchable(spelling: &str, stem: bool) -> Option<Unmatchable> {
     let mut words = Vec::new();
     word_ranges_into(spelling, &mut words);
     let first_char = spelling.chars().next()?;
+    if stem {
+        let first_segment = spelling.split_word_bounds().next().map_or(0, str::len);
+        if first_segment == spelling.len() {
+            return None;
+        }
+    }
     let Some(&(first, _)) = words.first() else {
         return Some(Unmatchable::Start(first_char));
     };
