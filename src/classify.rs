@@ -9,7 +9,7 @@
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
 //! keyword hit with a negator within the negation window (in words, before or after) and in the
-//! same sentence is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! same clause (no `.` `!` `?` `;` `,` between) is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
 //! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), and at
@@ -184,8 +184,10 @@ impl Normalized {
 ///    kaf `ك` -> Persian kaf `ک`; tatweel U+0640 and harakat (U+064B–U+0652, superscript alef
 ///    U+0670) removed.
 /// 6. Digits: Persian (U+06F0–U+06F9) and Arabic-Indic (U+0660–U+0669) digits -> ASCII `0`–`9`.
-/// 7. Apostrophes: the typographic `‘` `’` and the modifier letter `ʼ` -> ASCII `'`, so a
-///    phone keyboard's "don’t" is the negator "don't".
+/// 7. Apostrophes and hyphens: the typographic `‘` `’`, the modifier letters `ʼ` `ʹ` `ʻ`, the
+///    prime `′` and the acute accent `´` typed for one -> ASCII `'`, so a phone keyboard's
+///    "don’t" is the negator "don't"; the hyphens U+2010 and U+2011 (non-breaking) -> `-`; the
+///    Arabic decimal and thousands separators `٫` `٬` -> `.` `,` (so "۳٫۵" reads "3.5").
 /// 8. Accent folding, when `fold_accents` is true (the default; `accents keep` in a policy turns
 ///    it off): the combining diacritics U+0300–U+036F that step 1 split off Latin letters are
 ///    removed, so `devolução` reads `devolucao` and `bórralo` reads `borralo`.
@@ -409,6 +411,12 @@ fn char_at(text: &str, at: usize) -> Option<char> {
 /// ZWNJ: calls `emit` with each character it becomes, in order, before canonical ordering of
 /// combining marks.
 fn each_normalized(c: char, fold_accents: bool, mut emit: impl FnMut(char)) {
+    // The acute accent typed as an apostrophe ("don´t"): its compatibility decomposition is a
+    // space and a combining accent, which would split the word.
+    if c == '\u{00B4}' {
+        emit('\'');
+        return;
+    }
     decompose_compatible(c, |d| {
         for l in d.to_lowercase() {
             match l {
@@ -607,7 +615,10 @@ fn map_char(c: char, fold_accents: bool) -> Option<char> {
         '\u{06F0}'..='\u{06F9}' => char::from_digit(c as u32 - 0x06F0, 10),
         '\u{0660}'..='\u{0669}' => char::from_digit(c as u32 - 0x0660, 10),
         '\u{0300}'..='\u{036F}' if fold_accents => None,
-        '\u{2018}' | '\u{2019}' | '\u{02BC}' => Some('\''),
+        '\u{2018}' | '\u{2019}' | '\u{02BC}' | '\u{02B9}' | '\u{02BB}' | '\u{2032}' => Some('\''),
+        '\u{2010}' | '\u{2011}' => Some('-'),
+        '\u{066B}' => Some('.'),
+        '\u{066C}' => Some(','),
         _ => Some(c),
     }
 }
@@ -1240,7 +1251,7 @@ impl Classifier {
     }
 
     /// The first negation rule (in query order of the negators) that cancels keyword hit `f`:
-    /// a negator within the rule's window, in the same sentence (see [`sentence_ends`]).
+    /// a negator within the rule's window, in the same clause (see [`clause_ends`]).
     /// `negators` is sorted by start; `negator_words` is the most words one of them covers;
     /// `text` is the normalized query and `words` its word ranges.
     fn negator_of(
@@ -1271,12 +1282,12 @@ impl Classifier {
                     Direction::Before => {
                         g.end <= f.start
                             && f.first_word.saturating_sub(g.last_word) <= rule.window
-                            && !sentence_ends(text, words, g.last_word, f.first_word)
+                            && !clause_ends(text, words, g.last_word, f.first_word)
                     }
                     Direction::After => {
                         g.start >= f.end
                             && g.first_word.saturating_sub(f.last_word) <= rule.window
-                            && !sentence_ends(text, words, f.last_word, g.first_word)
+                            && !clause_ends(text, words, f.last_word, g.first_word)
                     }
                 };
                 ok.then_some(n)
@@ -1284,23 +1295,27 @@ impl Classifier {
     }
 }
 
-/// Whether a sentence ends between word `from` and the later word `to` of normalized `text`
-/// (`words` its word ranges): a gap between two of the words from `from` to `to` holds `.`
-/// `!` `?` `;` (fullwidth forms and `…` read as these once normalized), the Arabic-script
-/// `؟` `؛` `۔`, or the ideographic full stop `。`. A negator does not reach across a sentence
-/// end: in "don't worry. cancel it" nothing negates "cancel".
-fn sentence_ends(text: &[u8], words: &[(usize, usize)], from: u32, to: u32) -> bool {
+/// Whether a clause ends between word `from` and the later word `to` of normalized `text`
+/// (`words` its word ranges): a gap between two of the words from `from` to `to` holds `.` `!`
+/// `?` `;` `,` (fullwidth forms and `…` read as these once normalized), the Arabic-script `؟`
+/// `؛` `۔` `،`, or the ideographic `。` `、`. A negator does not reach across a clause end, as
+/// in NegEx-style negation scopes: in "don't worry. cancel it" and "no problem, delete it"
+/// nothing negates the verb.
+fn clause_ends(text: &[u8], words: &[(usize, usize)], from: u32, to: u32) -> bool {
     let (from, to) = (
         from as usize,
         (to as usize).min(words.len().saturating_sub(1)),
     );
     (from..to).any(|j| {
         let gap = text.get(words[j].1..words[j + 1].0).unwrap_or_default();
-        gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+        gap.iter()
+            .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b','))
             || gap
                 .windows(2)
-                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
-            || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
+                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))
+            || gap
+                .windows(3)
+                .any(|w| w == [0xE3, 0x80, 0x82] || w == [0xE3, 0x80, 0x81])
     })
 }
 

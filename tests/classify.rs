@@ -98,15 +98,48 @@ fn borrador_is_a_draft_not_a_deletion() {
 
 #[test]
 fn stems_hit_every_inflection() {
+    let p = small(&format!(
+        "{SMALL_HEAD}keywords destructive {{ es \"elimin*\" }}\n"
+    ));
     for q in [
         "elimina la factura",
         "quiero eliminar la factura",
         "eliminá la factura",
         "eliminando facturas viejas",
     ] {
-        let i = classify(q);
+        let i = p.classify(q);
         assert_eq!(i.name, "destructive", "{q}");
         assert_eq!(hits(&i)[0], ("elimin*", "destructive"), "{q}");
+    }
+}
+
+#[test]
+fn the_lexicon_reads_participles_as_questions_not_requests() {
+    // The shipped lexicon lists imperative, infinitive and present forms, not participles.
+    for q in [
+        "¿cuántas facturas se eliminaron?",
+        "muestra las facturas eliminadas",
+        "quantas faturas foram apagadas?",
+        "¿la luz está apagada?",
+        "چند فاکتور حذف شد؟",
+        "فاکتورهای حذف شده را نشان بده",
+        "muestra el resumen ejecutivo",
+        "who is the editor of this report",
+        "show total exports for 2023",
+        "mostre a última atualização",
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "read", "{q}: {:?}", hits(&i));
+    }
+    for (q, intent) in [
+        ("elimina la factura 7", "destructive"),
+        ("apague a fatura 7", "destructive"),
+        ("ejecuta el flujo de cierre", "execute"),
+        ("edita la factura 7", "write"),
+        ("EXPORTA LAS FACTURAS", "export"),
+        ("atualize o cadastro do fornecedor", "write"),
+    ] {
+        assert_eq!(classify(q).name, intent, "{q}");
     }
 }
 
@@ -116,7 +149,7 @@ fn hits_carry_language_and_original_byte_span() {
     let i = classify(q);
     assert_eq!(i.name, "destructive");
     let h = &i.hits[0];
-    assert_eq!(h.keyword, "elimin*");
+    assert_eq!(h.keyword, "elimine");
     assert_eq!(h.lang, "es");
     // "ÉLIMINE" starts at byte 7 and is 8 bytes long (É is two bytes).
     assert_eq!(h.span, (7, 15));
@@ -173,7 +206,7 @@ fn persian_negation_follows_the_verb() {
 }
 
 #[test]
-fn negation_stops_at_the_end_of_a_sentence() {
+fn negation_stops_at_the_end_of_a_clause() {
     for q in [
         "Don't worry. Cancel it",
         "don't worry! cancel it",
@@ -186,11 +219,10 @@ fn negation_stops_at_the_end_of_a_sentence() {
         assert_eq!(hits(&i), [("cancel", "destructive")], "{q}");
         assert_eq!(dropped(&i), [], "{q}");
     }
-    // A comma does not end the sentence.
-    assert_eq!(
-        dropped(&classify("don't, cancel it")),
-        [("cancel", "don't")]
-    );
+    // A comma ends the clause too; inside one clause the negator reaches.
+    assert_eq!(dropped(&classify("don't, cancel it")), []);
+    assert_eq!(dropped(&classify("no problem, delete invoice 7")), []);
+    assert_eq!(dropped(&classify("don't cancel it")), [("cancel", "don't")]);
     // Persian: the negator after the verb, with the Arabic question mark or a full stop between.
     let i = classify("حذف کن؟ نکن");
     assert_eq!((i.name.as_str(), i.dropped.len()), ("destructive", 0));
@@ -419,7 +451,7 @@ fn spans_stay_on_character_boundaries_when_one_character_becomes_several() {
     for (q, keyword, span) in [
         ("\u{2100}ancel my order", "cancel", (0, 8)),
         ("\u{2100}opy the file", "copy", (0, 6)),
-        ("elimine\u{2100}", "elimin*", (0, 10)),
+        ("apague\u{2100}", "apag*", (0, 9)),
     ] {
         let i = classify(q);
         let h = i
@@ -441,17 +473,23 @@ fn a_span_does_not_reach_over_trailing_white_space() {
 
 #[test]
 fn a_space_inside_a_compatibility_character_is_white_space() {
-    // U+00B4 (acute accent) is a space and a combining accent: the phrase "wipe out" still
+    // U+00A8 (diaeresis) is a space and a combining diaeresis: the phrase "wipe out" still
     // reads across it.
-    let i = classify("wipe \u{b4} out the table");
+    let i = classify("wipe \u{a8} out the table");
     assert!(
         i.hits.iter().any(|h| h.keyword == "wipe out"),
         "{:?}",
         i.hits
     );
     assert_eq!(
-        toolwarden::normalize("wipe \u{b4} out", true).text,
+        toolwarden::normalize("wipe \u{a8} out", true).text,
         "wipe out"
+    );
+    // The acute accent is the exception: typed for an apostrophe ("don´t"), it reads as one.
+    assert_eq!(toolwarden::normalize("don\u{b4}t", true).text, "don't");
+    assert_eq!(
+        dropped(&classify("don\u{b4}t delete it")),
+        [("delete", "don't")]
     );
 }
 
@@ -495,4 +533,40 @@ fn zwnj_spaces_are_read_all_spaced_or_all_joined() {
             ("aaaa", 8)
         ]
     );
+}
+
+#[test]
+fn separators_and_hyphens_read_as_their_ascii_forms() {
+    assert_eq!(
+        toolwarden::normalize("۳٫۵ و ۱٬۰۰۰", true).text,
+        "3.5 و 1,000"
+    );
+    assert_eq!(
+        toolwarden::normalize("gpt\u{2011}3.5", true).text,
+        "gpt-3.5"
+    );
+    assert_eq!(toolwarden::normalize("don\u{2032}t", true).text, "don't");
+}
+
+#[test]
+fn the_lexicon_negates_wishes_and_nothing() {
+    for (q, keyword, negator) in [
+        ("I do not want you to delete invoice 7", "delete", "do not"),
+        (
+            "I do not want you to ever delete invoice 7",
+            "delete",
+            "do not want",
+        ),
+        ("نمی‌خواهم فاکتور را حذف کنم", "حذف", "نمی‌خواهم"),
+        ("delete nothing", "delete", "nothing"),
+        (
+            "please do not under any circumstances delete invoices",
+            "delete",
+            "do not",
+        ),
+    ] {
+        let i = classify(q);
+        assert_eq!(i.name, "read", "{q}");
+        assert_eq!(dropped(&i), [(keyword, negator)], "{q}");
+    }
 }
