@@ -1504,7 +1504,7 @@ fn spelling_problem(
                 format!("{what} `{text}` ({}) is empty once normalized", code_points(text)),
             )
                 .at(span, "only characters that matching removes")
-                .help("zero-width and format characters, tatweel and harakat are removed before matching; write letters or digits"),
+                .help("white space, ZWNJ, zero-width and format characters, tatweel and harakat are removed before matching; write letters or digits"),
         );
     };
     if longest > limits::MAX_KEYWORD_BYTES {
@@ -1512,7 +1512,8 @@ fn spelling_problem(
             Diagnostic::error(
                 "too-long",
                 format!(
-                    "{what} is {longest} bytes once normalized; at most {} are supported",
+                    "{what} `{}` is {longest} bytes once normalized; at most {} are supported",
+                    shortened(text),
                     limits::MAX_KEYWORD_BYTES
                 ),
             )
@@ -1606,6 +1607,15 @@ fn is_invisible(c: char) -> bool {
             .text
             .trim()
             .is_empty()
+}
+
+/// `text` as [`shown`], cut to its first 24 characters and `…` when longer.
+fn shortened(text: &str) -> String {
+    let mut out: String = shown(text).chars().take(24).collect();
+    if text.chars().nth(24).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 /// The code points of `text`, as `U+200B U+00AD`.

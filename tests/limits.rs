@@ -204,7 +204,7 @@ fn keyword_at_max_bytes_matches_and_one_byte_more_is_an_error() {
     assert_eq!(codes(&err), ["too-long"; 3]);
     let too_long = |what: &str| {
         format!(
-            "{what} is {} bytes once normalized; at most {MAX_KEYWORD_BYTES} are supported",
+            "{what} `a a a a a a a a a a a a …` is {} bytes once normalized; at most {MAX_KEYWORD_BYTES} are supported",
             MAX_KEYWORD_BYTES + 1
         )
     };
