@@ -624,6 +624,16 @@ fn cli_test_closing_line_and_exit_codes() {
     assert_eq!(out.status.code(), Some(1));
 }
 
+/// `toolwarden test ARGS... FILE`.
+fn run_test_command(args: &[&str], file: &Path) -> std::process::Output {
+    bin()
+        .arg("test")
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("runs")
+}
+
 #[test]
 fn cli_test_filter_that_matches_nothing_is_an_error() {
     let dir = scratch("filter");
@@ -632,22 +642,14 @@ fn cli_test_filter_that_matches_nothing_is_an_error() {
         "f.test.yaml",
         "cases:\n  - name: reads\n    request: { intent: read }\n    tool: search_invoices\n    expect: { decision: deny }\n",
     );
-    let out = bin()
-        .args(["test", "--filter", "no-such-case"])
-        .arg(&p)
-        .output()
-        .expect("runs");
+    let out = run_test_command(&["--filter", "no-such-case"], &p);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         "error: no test case name contains `no-such-case` (in 1 test file)\n"
     );
-    let out = bin()
-        .args(["test", "--filter", "read"])
-        .arg(&p)
-        .output()
-        .expect("runs");
+    let out = run_test_command(&["--filter", "read"], &p);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "1 passed, 0 failed\n");
     assert_eq!(out.status.code(), Some(0));
 }
@@ -660,11 +662,7 @@ fn cli_test_coverage_lists_one_item_a_line_and_caps_each_list() {
         "c.test.yaml",
         "cases:\n  - name: one\n    request: { mode: analyzer, query: \"delete it\" }\n    tool: get_invoice\n    expect: { decision: deny }\n",
     );
-    let out = bin()
-        .args(["test", "--coverage"])
-        .arg(&p)
-        .output()
-        .expect("runs");
+    let out = run_test_command(&["--coverage"], &p);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     let tools = lines
