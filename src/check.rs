@@ -49,6 +49,9 @@ pub(crate) struct KeywordRule {
     pub lang: String,
     pub text: String,
     pub span: Span,
+    /// The texts the keyword automaton holds for it (without a stem's `*`), set once the
+    /// policy's `accents` setting is known: see [`crate::classify::spellings`].
+    pub spellings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -57,6 +60,8 @@ pub(crate) struct NegationRule {
     pub window: u32,
     pub text: String,
     pub span: Span,
+    /// As [`KeywordRule::spellings`].
+    pub spellings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -636,6 +641,7 @@ impl Checker {
                                 lang: g.lang.text.clone(),
                                 text: e.text.clone(),
                                 span: e.span,
+                                spellings: Vec::new(),
                             });
                         }
                     }
@@ -674,6 +680,7 @@ impl Checker {
                             window: n.window.value as u32,
                             text: e.text.clone(),
                             span: e.span,
+                            spellings: Vec::new(),
                         });
                     }
                 }
@@ -1476,10 +1483,19 @@ impl Checker {
                 );
             }
         }
-        for n in &self.model.negations {
-            let spellings = crate::classify::spellings(&n.text, fold);
+        drop(seen);
+        drop(stems);
+        for (k, (spellings, _)) in self.model.keywords.iter_mut().zip(normalized) {
+            k.spellings = spellings;
+        }
+        for n in &mut self.model.negations {
+            n.spellings = crate::classify::spellings(&n.text, fold);
             problems.extend(spelling_problem(
-                "negator", &n.text, n.span, &spellings, false,
+                "negator",
+                &n.text,
+                n.span,
+                &n.spellings,
+                false,
             ));
         }
         self.diagnostics.extend(problems);

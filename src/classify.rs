@@ -936,13 +936,18 @@ impl Classifier {
     pub(crate) fn build(model: &Model) -> Classifier {
         // Every spelling as (normalized text, pattern), grouped below by text.
         let mut entries: Vec<(String, PatternInfo)> = Vec::new();
-        let add = |text: &str, target: Target, all: &mut Vec<(String, PatternInfo)>| {
-            let (body, kind) = match text.strip_suffix('*') {
-                Some(stem) => (stem, PatternKind::Stem),
-                None => (text, PatternKind::Word),
+        // The checker normalized every keyword and negator (`spellings`).
+        let add = |text: &str,
+                   spellings: &[String],
+                   target: Target,
+                   all: &mut Vec<(String, PatternInfo)>| {
+            let kind = if text.ends_with('*') {
+                PatternKind::Stem
+            } else {
+                PatternKind::Word
             };
-            for spelling in spellings(body, model.fold_accents) {
-                all.push((spelling, PatternInfo { target, kind }));
+            for spelling in spellings {
+                all.push((spelling.clone(), PatternInfo { target, kind }));
             }
         };
         let mut names = Names::lock();
@@ -959,10 +964,10 @@ impl Classifier {
         let intents = model.intents.iter().map(|s| names.get(&s.name)).collect();
         drop(names);
         for (i, k) in model.keywords.iter().enumerate() {
-            add(&k.text, Target::Keyword(i), &mut entries);
+            add(&k.text, &k.spellings, Target::Keyword(i), &mut entries);
         }
         for (i, n) in model.negations.iter().enumerate() {
-            add(&n.text, Target::Negator(i), &mut entries);
+            add(&n.text, &n.spellings, Target::Negator(i), &mut entries);
         }
         // Stable: the spellings of one text keep their declaration order.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
