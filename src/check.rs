@@ -844,28 +844,29 @@ impl Checker {
             "write a word (\"delete\"), a stem (\"elimin*\") or a phrase (\"do not\")";
         let text = e.text.trim();
         let problem = if text.is_empty() {
-            Some(("a keyword cannot be empty", FORMS))
+            Some(("a keyword cannot be empty", "", FORMS))
         } else if text == "*" {
-            Some(("a keyword cannot be only `*`", FORMS))
+            Some(("a keyword cannot be only `*`", "", FORMS))
         } else if text.trim_end_matches('*').contains('*') {
-            Some(("`*` may only end a keyword", FORMS))
+            Some(("`*` may only end a keyword", "", FORMS))
         } else if text.ends_with("**") {
-            Some(("a keyword ends with at most one `*`", FORMS))
+            Some(("a keyword ends with at most one `*`", "", FORMS))
         } else if text
             .strip_suffix('*')
             .is_some_and(|body| body.ends_with(char::is_whitespace))
         {
             Some((
                 "a `*` after a space",
+                "remove the space before `*`",
                 "`*` ends a stem right after its last letter (\"drop*\" matches `drop`, `dropped`, `dropbox`); no keyword stands for any next word",
             ))
         } else {
             None
         };
-        if let Some((p, help)) = problem {
+        if let Some((p, label, help)) = problem {
             self.error(
                 Diagnostic::error("bad-keyword", format!("{p}: `{}`", e.text))
-                    .at(e.span, "")
+                    .at(e.span, label)
                     .help(help),
             );
             return false;
@@ -1534,7 +1535,9 @@ fn spelling_problem(
                 ),
             )
             .at(span, "")
-            .help("match a shorter phrase, or a stem (\"elimin*\")"),
+            .help(
+                "split it into shorter keywords, or match the start of its first word with a stem",
+            ),
         );
     }
     // Text written with ZWNJ has two spellings: it can match when either can.

@@ -473,7 +473,7 @@ fn malformed_files_point_at_the_bad_case() {
     let r = run_file(&p, None);
     assert_eq!(
         r.error.as_deref(),
-        Some(format!("{}:7:5: case `typo`: unknown tool `delete_invoce`: neither declared nor matched by a pattern (a case about an undeclared name says `undeclared: true`)", p.display()).as_str())
+        Some(format!("{}:7:5: case `typo`: unknown tool `delete_invoce`: neither declared nor matched by a pattern; did you mean `delete_invoice`? (a case about an undeclared name says `undeclared: true`)", p.display()).as_str())
     );
     assert_eq!(r.failed(), 1);
     // Unknown intent, mode and role are errors too.
@@ -526,7 +526,7 @@ fn unknown_tools_in_forced_and_offered_are_errors_at_their_line() {
     assert_eq!(
         run_file(&p, None).error,
         Some(format!(
-            "{}:5:30: case `typo`: unknown tool `delete_invoce` in `forced`: neither declared nor matched by a pattern",
+            "{}:5:30: case `typo`: unknown tool `delete_invoce` in `forced`: neither declared nor matched by a pattern; did you mean `delete_invoice`?",
             p.display()
         ))
     );
@@ -538,7 +538,7 @@ fn unknown_tools_in_forced_and_offered_are_errors_at_their_line() {
     assert_eq!(
         run_file(&p, None).error,
         Some(format!(
-            "{}:7:7: case `typo`: unknown tool `get_invoce`: neither declared nor matched by a pattern (a case about an undeclared name says `undeclared: true`)",
+            "{}:7:7: case `typo`: unknown tool `get_invoce`: neither declared nor matched by a pattern; did you mean `get_invoice`? (a case about an undeclared name says `undeclared: true`)",
             p.display()
         ))
     );
@@ -574,6 +574,19 @@ fn coverage_lists_what_no_case_exercised() {
         .keywords
         .contains(&"destructive en \"delete\"".to_string()));
     assert!(cov.keywords.contains(&"write en \"create\"".to_string()));
+    // A keyword a negator dropped was matched: it counts as exercised.
+    let p = write_test(
+        &dir,
+        "cov2.test.yaml",
+        "cases:\n  - name: one\n    request: { mode: analyzer, query: \"don't remove it\" }\n    tool: get_invoice\n    expect: { decision: deny }\n",
+    );
+    let cov = run_file(&p, None).uncovered.expect("coverage");
+    assert!(!cov
+        .keywords
+        .contains(&"destructive en \"remove\"".to_string()));
+    assert!(cov
+        .keywords
+        .contains(&"destructive en \"delete\"".to_string()));
 }
 
 fn bin() -> Command {

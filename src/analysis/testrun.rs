@@ -344,7 +344,8 @@ fn prepare(policy: &Policy, spec: &ReqSpec) -> Result<Prepared, (&'static str, S
             return Err((
                 "forced",
                 format!(
-                    "unknown tool `{n}` in `forced`: neither declared nor matched by a pattern"
+                    "unknown tool `{n}` in `forced`: neither declared nor matched by a pattern{}",
+                    did_you_mean(policy, n)
                 ),
             ));
         }
@@ -492,7 +493,8 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
                 .or_else(|| policy.default_mode().map(str::to_string))
                 .unwrap_or_default(),
         );
-        for h in &prepared.intent.hits {
+        // A keyword a negator dropped was matched too: it counts as exercised.
+        for h in prepared.intent.hits.iter().chain(&prepared.intent.dropped) {
             seen.keywords
                 .insert(format!("{} {} \"{}\"", h.intent, h.lang, h.keyword));
         }
@@ -581,7 +583,8 @@ fn validate(policy: &Policy, case: &CaseSpec) -> Result<(), (&'static str, Strin
                 return Err((
                     key,
                     format!(
-                        "unknown tool `{n}`: neither declared nor matched by a pattern (a case about an undeclared name says `undeclared: true`)"
+                        "unknown tool `{n}`: neither declared nor matched by a pattern{} (a case about an undeclared name says `undeclared: true`)",
+                        did_you_mean(policy, n)
                     ),
                 ));
             }
@@ -718,6 +721,13 @@ fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
         .map(str::to_string)
         .collect();
     cov
+}
+
+/// `; did you mean `x`?` for the declared tool closest to `name`, or nothing.
+fn did_you_mean(policy: &Policy, name: &str) -> String {
+    crate::check::suggest(name, policy.tools())
+        .map(|t| format!("; did you mean `{t}`?"))
+        .unwrap_or_default()
 }
 
 /// Whether `name` is a declared tool or matched by a pattern (not left to `defaults` or
