@@ -851,13 +851,16 @@ impl Checker {
             Some(("`*` may only end a keyword", "", FORMS))
         } else if text.ends_with("**") {
             Some(("a keyword ends with at most one `*`", "", FORMS))
-        } else if text
-            .strip_suffix('*')
-            .is_some_and(|body| body.ends_with(char::is_whitespace))
-        {
+        } else if text.strip_suffix('*').is_some_and(|body| {
+            // Also when invisible characters stand between the space and the `*`
+            // ("drop \u{200B}*"), or a joiner reads as a space (ZWNJ).
+            crate::classify::normalize(&format!("{body}a"), true)
+                .text
+                .ends_with(" a")
+        }) {
             Some((
                 "a `*` after a space",
-                "remove the space before `*`",
+                "remove the space (or ZWNJ) before `*`",
                 "`*` ends a stem right after its last letter (\"drop*\" matches `drop`, `dropped`, `dropbox`); no keyword stands for any next word",
             ))
         } else {
@@ -865,7 +868,7 @@ impl Checker {
         };
         if let Some((p, label, help)) = problem {
             self.error(
-                Diagnostic::error("bad-keyword", format!("{p}: `{}`", e.text))
+                Diagnostic::error("bad-keyword", format!("{p}: `{}`", shown(&e.text)))
                     .at(e.span, label)
                     .help(help),
             );

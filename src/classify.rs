@@ -838,6 +838,8 @@ fn bit(set: &[u64], i: usize) -> bool {
 struct Scratch {
     norm: Normalized,
     words: Vec<(usize, usize)>,
+    /// For each word, how many clause ends come before it (see [`clause_starts`]).
+    clauses: Vec<u32>,
     keywords: Vec<Found>,
     negators: Vec<Found>,
 }
@@ -852,6 +854,7 @@ impl Scratch {
                 end: 0,
             },
             words: Vec::new(),
+            clauses: Vec::new(),
             keywords: Vec::new(),
             negators: Vec::new(),
         }
@@ -1176,6 +1179,7 @@ impl Classifier {
         let Scratch {
             norm,
             words,
+            clauses,
             keywords,
             negators,
         } = scratch;
@@ -1227,12 +1231,14 @@ impl Classifier {
             .unwrap_or(1);
         if negators.is_empty() {
             out.hits.reserve_exact(keywords.len());
+        } else {
+            clause_starts(bytes, words, clauses);
         }
         for f in keywords.iter() {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            let negator = self.negator_of(f, negators, negator_words, bytes, words);
+            let negator = self.negator_of(f, negators, negator_words, clauses);
             let entry = &self.keywords[k];
             let hit = Hit {
                 keyword: entry.text.clone(),
@@ -1256,17 +1262,17 @@ impl Classifier {
     }
 
     /// The first negation rule (in query order of the negators) that cancels keyword hit `f`:
-    /// a negator within the rule's window, in the same clause (see [`clause_ends`]).
+    /// a negator within the rule's window, in the same clause (see [`clause_starts`]).
     /// `negators` is sorted by start; `negator_words` is the most words one of them covers;
-    /// `text` is the normalized query and `words` its word ranges.
+    /// `clauses` numbers each word's clause ([`clause_starts`]).
     fn negator_of(
         &self,
         f: &Found,
         negators: &[Found],
         negator_words: u32,
-        text: &[u8],
-        words: &[(usize, usize)],
+        clauses: &[u32],
     ) -> Option<usize> {
+        let clause = |w: u32| clauses.get(w as usize).copied();
         if negators.is_empty() {
             return None;
         }
@@ -1287,12 +1293,12 @@ impl Classifier {
                     Direction::Before => {
                         g.end <= f.start
                             && f.first_word.saturating_sub(g.last_word) <= rule.window
-                            && !clause_ends(text, words, g.last_word, f.first_word)
+                            && clause(g.last_word) == clause(f.first_word)
                     }
                     Direction::After => {
                         g.start >= f.end
                             && g.first_word.saturating_sub(f.last_word) <= rule.window
-                            && !clause_ends(text, words, f.last_word, g.first_word)
+                            && clause(f.last_word) == clause(g.first_word)
                     }
                 };
                 ok.then_some(n)
@@ -1300,28 +1306,38 @@ impl Classifier {
     }
 }
 
-/// Whether a clause ends between word `from` and the later word `to` of normalized `text`
-/// (`words` its word ranges): a gap between two of the words from `from` to `to` holds `.` `!`
-/// `?` `;` `,` (fullwidth forms and `…` read as these once normalized), the Arabic-script `؟`
-/// `؛` `۔` `،`, or the ideographic `。` `、`. A negator does not reach across a clause end, as
-/// in NegEx-style negation scopes: in "don't worry. cancel it" and "no problem, delete it"
-/// nothing negates the verb.
-fn clause_ends(text: &[u8], words: &[(usize, usize)], from: u32, to: u32) -> bool {
-    let (from, to) = (
-        from as usize,
-        (to as usize).min(words.len().saturating_sub(1)),
-    );
-    (from..to).any(|j| {
-        let gap = text.get(words[j].1..words[j + 1].0).unwrap_or_default();
-        gap.iter()
-            .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b','))
-            || gap
-                .windows(2)
-                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))
-            || gap
-                .windows(3)
-                .any(|w| w == [0xE3, 0x80, 0x82] || w == [0xE3, 0x80, 0x81])
-    })
+/// Numbers the clauses of normalized `text` (`words` its word ranges): `clauses[w]` is how many
+/// clause ends come before word `w`, so two words are in one clause when their numbers agree. A
+/// clause ends in a gap between words that holds `.` `!` `?` `;` `,` (fullwidth forms and `…`
+/// read as these once normalized), the Arabic-script `؟` `؛` `۔` `،`, or the ideographic `。`
+/// `、`. A negator does not reach across a clause end, as in NegEx-style negation scopes: in
+/// "don't worry. cancel it" and "no problem, delete it" nothing negates the verb. One pass over
+/// the gaps, so a negation check is a comparison.
+fn clause_starts(text: &[u8], words: &[(usize, usize)], clauses: &mut Vec<u32>) {
+    clauses.clear();
+    let mut n = 0u32;
+    let mut prev_end = None;
+    for &(start, end) in words {
+        if let Some(from) = prev_end {
+            if gap_ends_clause(text.get(from..start).unwrap_or_default()) {
+                n += 1;
+            }
+        }
+        clauses.push(n);
+        prev_end = Some(end);
+    }
+}
+
+/// Whether the text between two words ends a clause (see [`clause_starts`]).
+fn gap_ends_clause(gap: &[u8]) -> bool {
+    gap.iter()
+        .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b','))
+        || gap
+            .windows(2)
+            .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))
+        || gap
+            .windows(3)
+            .any(|w| w == [0xE3, 0x80, 0x82] || w == [0xE3, 0x80, 0x81])
 }
 
 /// What [`Classifier::scan`] found in a query.
@@ -1337,16 +1353,16 @@ struct Scanned {
     cut_short: bool,
 }
 
-/// The end of the longest start of `text` that does not end inside a word: after its last
-/// white space (or ZWNJ), else after its last ASCII character that no word holds (not a letter,
-/// digit, `_`, `'`, `.`, `:`, `,` or `;`), else 0.
+/// The end of the longest start of `text` that does not end inside a word: before its last
+/// white space, else before its last ASCII character that no word holds (not a letter, digit,
+/// `_`, `'`, `"`, `.`, `:`, `,` or `;`: `"` joins Hebrew letters, as in צה"ל), else 0. ZWNJ
+/// is no break here: it joins the parts of a Persian word.
 fn word_safe_cut(text: &str) -> usize {
-    let breaks = |c: char| c.is_whitespace() || c == '\u{200C}';
-    if let Some((at, _)) = text.char_indices().rev().find(|&(_, c)| breaks(c)) {
+    if let Some((at, _)) = text.char_indices().rev().find(|&(_, c)| c.is_whitespace()) {
         return at;
     }
     text.bytes()
-        .rposition(|b| b.is_ascii() && !b.is_ascii_alphanumeric() && !b"_'.:,;".contains(&b))
+        .rposition(|b| b.is_ascii() && !b.is_ascii_alphanumeric() && !b"_'\".:,;".contains(&b))
         .unwrap_or(0)
 }
 

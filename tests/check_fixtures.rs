@@ -70,7 +70,7 @@ fn each_fixture_reports_the_expected_codes() {
         ("implies_cycle", &["cycle"]),
         ("include_cycle", &["include-cycle"]),
         ("include_unreadable", &["include-unreadable"]),
-        ("keyword_errors", &["bad-keyword"; 5]),
+        ("keyword_errors", &["bad-keyword"; 7]),
         (
             "keyword_warnings",
             &[

@@ -288,6 +288,24 @@ fn a_query_with_no_white_space_before_the_cap_is_not_read_cut_inside_a_word() {
     let intent = timed("classify 1 MiB of `/`", || policy.classify(&query));
     assert!(intent.truncated);
     assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
+    // `"` joins Hebrew letters (צה"ל is one word): a cut after it is inside the word.
+    let hebrew = Policy::parse(
+        "policy \"he\"\nmode m { }\neffects none\nintents write > read\nfallback read\nkeywords write { he \"צה\" }\n",
+        "he.warden",
+    )
+    .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let mut query = "~".repeat(MAX_QUERY_BYTES - 5);
+    query.push_str("צה\"לל");
+    let intent = hebrew.classify(&query);
+    assert!(intent.truncated);
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
+    // ZWNJ joins the parts of a Persian word: a cut after it is inside the word, so the
+    // keyword before it is not read without the passive auxiliary after it.
+    let mut query = "~".repeat(MAX_QUERY_BYTES - "حذف\u{200C}".len());
+    query.push_str("حذف\u{200C}شده");
+    let intent = policy.classify(&query);
+    assert!(intent.truncated);
+    assert_eq!((intent.name.as_str(), intent.hits.len()), ("read", 0));
     // One word longer than the cap: nothing is read.
     let query = format!("delete{}", "x".repeat(MAX_QUERY_BYTES));
     let intent = policy.classify(&query);
