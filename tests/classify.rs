@@ -116,29 +116,43 @@ fn stems_hit_every_inflection() {
 #[test]
 fn the_lexicon_reads_participles_as_questions_not_requests() {
     // The shipped lexicon lists imperative, infinitive and present forms, not participles.
-    for q in [
-        "¿cuántas facturas se eliminaron?",
-        "muestra las facturas eliminadas",
-        "quantas faturas foram apagadas?",
-        "چند فاکتور حذف شد؟",
-        "فاکتورهای حذف شده را نشان بده",
-        "muestra el resumen ejecutivo",
-        "who is the editor of this report",
-        "show total exports for 2023",
-        "mostre a última atualização",
-    ] {
+    expect_intent(
+        "read",
+        &[
+            "¿cuántas facturas se eliminaron?",
+            "muestra las facturas eliminadas",
+            "quantas faturas foram apagadas?",
+            "چند فاکتور حذف شد؟",
+            "فاکتورهای حذف شده را نشان بده",
+            "muestra el resumen ejecutivo",
+            "who is the editor of this report",
+            "show total exports for 2023",
+            "mostre a última atualização",
+        ],
+    );
+    expect_intent(
+        "destructive",
+        &["elimina la factura 7", "apague a fatura 7"],
+    );
+    expect_intent("execute", &["ejecuta el flujo de cierre"]);
+    expect_intent(
+        "write",
+        &["edita la factura 7", "atualize o cadastro do fornecedor"],
+    );
+    expect_intent("export", &["EXPORTA LAS FACTURAS"]);
+}
+
+/// Asserts that every query classifies as `intent` against the shipped lexicon.
+fn expect_intent(intent: &str, queries: &[&str]) {
+    for q in queries {
         let i = classify(q);
-        assert_eq!(i.name, "read", "{q}: {:?}", hits(&i));
-    }
-    for (q, intent) in [
-        ("elimina la factura 7", "destructive"),
-        ("apague a fatura 7", "destructive"),
-        ("ejecuta el flujo de cierre", "execute"),
-        ("edita la factura 7", "write"),
-        ("EXPORTA LAS FACTURAS", "export"),
-        ("atualize o cadastro do fornecedor", "write"),
-    ] {
-        assert_eq!(classify(q).name, intent, "{q}");
+        assert_eq!(
+            i.name,
+            intent,
+            "{q}: hits {:?}, dropped {:?}",
+            hits(&i),
+            dropped(&i)
+        );
     }
 }
 
@@ -566,14 +580,14 @@ fn the_lexicon_negates_wishes_and_nothing() {
 
 #[test]
 fn negation_reaches_three_words_and_not_a_past_auxiliary_of_the_present() {
-    for q in [
-        "Not needed anymore so delete it",
-        "I don't think so just delete it",
-        "Não preciso mais disso apague",
-        "Ya está cancela el pedido",
-        "نمی‌خوام اینو نگه دارم حذفش کن",
-    ] {
-        let i = classify(q);
-        assert_eq!(i.name, "destructive", "{q}: dropped {:?}", dropped(&i));
-    }
+    expect_intent(
+        "destructive",
+        &[
+            "Not needed anymore so delete it",
+            "I don't think so just delete it",
+            "Não preciso mais disso apague",
+            "Ya está cancela el pedido",
+            "نمی‌خوام اینو نگه دارم حذفش کن",
+        ],
+    );
 }
