@@ -1421,6 +1421,9 @@ impl Checker {
             }
         }
         let mut seen: HashMap<(&[String], bool, usize), usize> = HashMap::new();
+        // The highest-priority keyword of each spelling (intents are declared highest first).
+        let mut strongest: HashMap<(&[String], bool), usize> = HashMap::new();
+        let priority = self.model.combine == Combine::Priority;
         let mut problems = Vec::new();
         for (i, (k, (spellings, stem))) in keywords.iter().zip(&normalized).enumerate() {
             // A keyword that cannot match is reported as such, and only as such.
@@ -1453,6 +1456,38 @@ impl Checker {
                 continue;
             }
             seen.insert((spellings.as_slice(), *stem, k.intent), i);
+            // Under `combine priority` the same keyword of a higher intent always decides.
+            match strongest.get(&(spellings.as_slice(), *stem)) {
+                Some(&j) if priority && keywords[j].intent != k.intent => {
+                    let (strong, weak) = if keywords[j].intent < k.intent {
+                        (&keywords[j], k)
+                    } else {
+                        (k, &keywords[j])
+                    };
+                    let names = &self.model.intents;
+                    problems.push(
+                        Diagnostic::warning(
+                            "shadowed-keyword",
+                            format!(
+                                "keyword `{}` of intent `{}` never decides: the same keyword of `{}` comes first under `combine priority`",
+                                shown(&weak.text),
+                                names[weak.intent].name,
+                                names[strong.intent].name
+                            ),
+                        )
+                        .at(weak.span, "never decides")
+                        .related(strong.span, "the keyword that decides")
+                        .help("delete one of the entries, or use `combine union` to count every intent hit"),
+                    );
+                    if strong.span == k.span {
+                        strongest.insert((spellings.as_slice(), *stem), i);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    strongest.insert((spellings.as_slice(), *stem), i);
+                }
+            }
             // A keyword every spelling of which a stem of the same intent and language starts
             // adds nothing (a stem of another language is left alone: hits name the language).
             let covering = |s: &String| {
@@ -1488,6 +1523,7 @@ impl Checker {
             }
         }
         drop(seen);
+        drop(strongest);
         drop(stems);
         for (k, (spellings, _)) in self.model.keywords.iter_mut().zip(normalized) {
             k.spellings = spellings;

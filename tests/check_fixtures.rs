@@ -82,6 +82,7 @@ fn each_fixture_reports_the_expected_codes() {
                 "duplicate-keyword",
                 "redundant-keyword",
                 "redundant-keyword",
+                "shadowed-keyword",
                 "unmatchable-keyword",
             ],
         ),
