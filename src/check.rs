@@ -1479,7 +1479,7 @@ impl Checker {
                         .related(strong.span, "the keyword that decides")
                         .help("delete one of the entries, or use `combine union` to count every intent hit"),
                     );
-                    if strong.span == k.span {
+                    if k.intent < keywords[j].intent {
                         strongest.insert((spellings.as_slice(), *stem), i);
                     }
                 }
@@ -1621,22 +1621,33 @@ fn spelling_problem(
     Some(
         Diagnostic::warning(
             "unmatchable-keyword",
-            format!("{what} `{text}` can never match"),
+            format!("{what} `{}` can never match", shown(text)),
         )
         .at(span, label)
         .help(help),
     )
 }
 
+/// Whether a diagnostic can show `c` as itself: a visible character, not a control, white
+/// space, combining mark, or a character normalization removes (zero-width and format
+/// characters, tatweel).
+fn is_visible(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_graphic();
+    }
+    !c.is_control()
+        && !c.is_whitespace()
+        && unicode_normalization::char::canonical_combining_class(c) == 0
+        && !crate::classify::normalize(&c.to_string(), true)
+            .text
+            .trim()
+            .is_empty()
+}
+
 /// A character as a diagnostic shows it: `` `+` `` when it is visible on its own, else its code
 /// point (`U+0301`).
 fn shown_char(c: char) -> String {
-    let visible = c.is_ascii_graphic()
-        || (!c.is_ascii()
-            && !c.is_control()
-            && !c.is_whitespace()
-            && unicode_normalization::char::canonical_combining_class(c) == 0);
-    if visible {
+    if is_visible(c) {
         format!("`{c}`")
     } else {
         format!("U+{:04X}", u32::from(c))
@@ -1648,8 +1659,7 @@ fn shown_char(c: char) -> String {
 fn shown(text: &str) -> String {
     text.chars()
         .map(|c| {
-            let visible = c == ' ' || shown_char(c).starts_with('`');
-            if visible && !is_invisible(c) {
+            if c == ' ' || is_visible(c) {
                 c.to_string()
             } else {
                 format!("<U+{:04X}>", u32::from(c))
@@ -1658,19 +1668,11 @@ fn shown(text: &str) -> String {
         .collect()
 }
 
-/// Characters normalization removes or reads as white space, which show nothing.
-fn is_invisible(c: char) -> bool {
-    c != ' '
-        && crate::classify::normalize(&c.to_string(), true)
-            .text
-            .trim()
-            .is_empty()
-}
-
-/// `text` as [`shown`], cut to its first 24 characters and `…` when longer.
+/// The first 24 characters of `text` as [`shown`] shows them, and `…` when it is longer.
 fn shortened(text: &str) -> String {
-    let mut out: String = shown(text).chars().take(24).collect();
-    if text.chars().nth(24).is_some() {
+    let start: String = text.chars().take(24).collect();
+    let mut out = shown(&start);
+    if start.len() < text.len() {
         out.push('…');
     }
     out

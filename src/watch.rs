@@ -20,7 +20,7 @@
 //! ```
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -78,6 +78,8 @@ struct Shared {
     current: ArcSwap<Snapshot>,
     generation: AtomicU64,
     rejected: AtomicU64,
+    /// Whether the last reload was rejected (so a return to the served text is news).
+    last_rejected: AtomicBool,
     /// Serializes reloads (file events and `reload_now`) and owns the callback.
     reload: Mutex<Callback>,
     /// The files the served policy was read from (the root and its includes).
@@ -172,6 +174,7 @@ impl PolicyWatcher {
                 }),
                 generation: AtomicU64::new(1),
                 rejected: AtomicU64::new(0),
+                last_rejected: AtomicBool::new(false),
                 reload: Mutex::new(Box::new(on_reload)),
                 files: Mutex::new(files),
             }),
@@ -201,7 +204,8 @@ impl PolicyWatcher {
     }
 
     /// Reloads now, whatever the file system says, and calls the callback, unless the files
-    /// are unchanged: then the served generation is returned and nothing is reported.
+    /// are the served ones: then the served generation is returned, and reported only when the
+    /// reload before was rejected (a broken edit undone).
     ///
     /// # Errors
     ///
@@ -227,11 +231,18 @@ impl Shared {
         match Policy::from_file(&self.path) {
             Ok(policy) => {
                 // One edit can raise several file events (truncate, then write): text that is
-                // what is served already is not a new generation.
+                // what is served already is not a new generation. After a rejected edit, a
+                // return to it is reported (as the generation still served).
                 let served = self.current.load();
                 if same_sources(&served.policy, &policy) {
+                    if self.last_rejected.swap(false, Ordering::SeqCst) {
+                        callback(&ReloadEvent::Reloaded {
+                            generation: served.generation,
+                        });
+                    }
                     return Ok(served.generation);
                 }
+                self.last_rejected.store(false, Ordering::SeqCst);
                 let files = source_files(&policy);
                 let generation = self.generation.load(Ordering::SeqCst) + 1;
                 // Publish the whole snapshot first, then the counter: a reader that sees the
@@ -247,6 +258,7 @@ impl Shared {
             }
             Err(error) => {
                 self.rejected.fetch_add(1, Ordering::SeqCst);
+                self.last_rejected.store(true, Ordering::SeqCst);
                 let generation = self.generation.load(Ordering::SeqCst);
                 callback(&ReloadEvent::Rejected {
                     generation,

@@ -96,13 +96,24 @@ fn broken_edit_keeps_old_decisions_and_fixed_edit_takes_effect() {
     // Reloading unchanged files is no new generation and reports nothing.
     assert_eq!(w.reload_now().expect("reloads"), 2);
     assert_eq!(w.generation(), 2);
+    // A broken edit undone: the served text again, reported as the generation still served.
+    write(&root, &policy(4, "explode"));
+    assert!(w.reload_now().is_err());
+    write(&root, &policy(3, "write"));
+    assert_eq!(w.reload_now().expect("reloads"), 2);
+    assert_eq!(w.generation(), 2);
     let snap = w.current();
     assert_eq!((snap.generation, snap.policy.version()), (2, Some(3)));
     assert_eq!(decision(&w, "t"), Decision::Deny);
 
     assert_eq!(
         *events.lock().expect("events"),
-        ["rejected, serving 1: undefined-effect", "reloaded 2"]
+        [
+            "rejected, serving 1: undefined-effect",
+            "reloaded 2",
+            "rejected, serving 2: undefined-effect",
+            "reloaded 2"
+        ]
     );
 }
 
