@@ -1421,8 +1421,15 @@ impl Checker {
             }
         }
         let mut seen: HashMap<(&[String], bool, usize), usize> = HashMap::new();
-        // The highest-priority keyword of each spelling (intents are declared highest first).
+        // The highest-priority keyword of each spelling (intents are declared highest first,
+        // so the lowest intent index; the first declared among equals).
         let mut strongest: HashMap<(&[String], bool), usize> = HashMap::new();
+        for (i, (spellings, stem)) in normalized.iter().enumerate() {
+            let best = strongest.entry((spellings.as_slice(), *stem)).or_insert(i);
+            if keywords[i].intent < keywords[*best].intent {
+                *best = i;
+            }
+        }
         let priority = self.model.combine == Combine::Priority;
         let mut problems = Vec::new();
         for (i, (k, (spellings, stem))) in keywords.iter().zip(&normalized).enumerate() {
@@ -1457,39 +1464,30 @@ impl Checker {
             }
             seen.insert((spellings.as_slice(), *stem, k.intent), i);
             // Under `combine priority` the same keyword of a higher intent always decides.
-            match strongest.get(&(spellings.as_slice(), *stem)) {
-                Some(&j) if priority && keywords[j].intent != k.intent => {
-                    let (strong, weak) = if keywords[j].intent < k.intent {
-                        (&keywords[j], k)
-                    } else {
-                        (k, &keywords[j])
-                    };
+            if let Some(&j) = strongest.get(&(spellings.as_slice(), *stem)) {
+                let strong = &keywords[j];
+                if priority && strong.intent < k.intent {
                     let names = &self.model.intents;
                     problems.push(
                         Diagnostic::warning(
                             "shadowed-keyword",
                             format!(
                                 "keyword `{}` of intent `{}` never decides: the same keyword of `{}` comes first under `combine priority`",
-                                shown(&weak.text),
-                                names[weak.intent].name,
+                                shown(&k.text),
+                                names[k.intent].name,
                                 names[strong.intent].name
                             ),
                         )
-                        .at(weak.span, "never decides")
+                        .at(k.span, "never decides")
                         .related(strong.span, "the keyword that decides")
                         .help("delete one of the entries, or use `combine union` to count every intent hit"),
                     );
-                    if k.intent < keywords[j].intent {
-                        strongest.insert((spellings.as_slice(), *stem), i);
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    strongest.insert((spellings.as_slice(), *stem), i);
                 }
             }
-            // A keyword every spelling of which a stem of the same intent and language starts
-            // adds nothing (a stem of another language is left alone: hits name the language).
+            // A one-word keyword every spelling of which a stem of the same intent and language
+            // starts adds nothing (a stem of another language is left alone: hits name the
+            // language; a phrase is left alone: its hit spans more words, which a negator
+            // after it may treat differently).
             let covering = |s: &String| {
                 s.char_indices()
                     .skip(1)
@@ -1502,10 +1500,15 @@ impl Checker {
                         })
                     })
             };
-            let cover = spellings
-                .iter()
-                .map(covering)
-                .collect::<Option<Vec<usize>>>();
+            let one_word = spellings.iter().all(|s| !s.contains(' '));
+            let cover = one_word
+                .then(|| {
+                    spellings
+                        .iter()
+                        .map(covering)
+                        .collect::<Option<Vec<usize>>>()
+                })
+                .flatten();
             if let Some(&j) = cover.as_ref().and_then(|c| c.first()) {
                 let by = &keywords[j];
                 problems.push(
@@ -1513,7 +1516,9 @@ impl Checker {
                         "redundant-keyword",
                         format!(
                             "keyword `{}` adds nothing: the `{}` stem `{}` of intent `{intent}` matches every word it does",
-                            k.text, k.lang, by.text
+                            shown(&k.text),
+                            k.lang,
+                            shown(&by.text)
                         ),
                     )
                     .at(k.span, "covered by a stem")

@@ -9,7 +9,7 @@
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
 //! keyword hit with a negator within the negation window (in words, before or after) and in the
-//! same clause (no `.` `!` `?` `;` `,` between) is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! same clause (no `.` `!` `?` `;` `,` `:`, parenthesis or dash between) is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
 //! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), and at
@@ -1308,9 +1308,9 @@ impl Classifier {
 
 /// Numbers the clauses of normalized `text` (`words` its word ranges): `clauses[w]` is how many
 /// clause ends come before word `w`, so two words are in one clause when their numbers agree. A
-/// clause ends in a gap between words that holds `.` `!` `?` `;` `,` (fullwidth forms and `…`
-/// read as these once normalized), the Arabic-script `؟` `؛` `۔` `،`, or the ideographic `。`
-/// `、`. A negator does not reach across a clause end, as in NegEx-style negation scopes: in
+/// clause ends in a gap between words that holds `.` `!` `?` `;` `,` `:` `(` `)` (fullwidth
+/// forms and `…` read as these once normalized), a dash (`–`, `—`, or `-` beside a space), the
+/// Arabic-script `؟` `؛` `۔` `،`, or the ideographic `。` `、`. A negator does not reach across a clause end, as in NegEx-style negation scopes: in
 /// "don't worry. cancel it" and "no problem, delete it" nothing negates the verb. One pass over
 /// the gaps, so a negation check is a comparison.
 fn clause_starts(text: &[u8], words: &[(usize, usize)], clauses: &mut Vec<u32>) {
@@ -1331,7 +1331,14 @@ fn clause_starts(text: &[u8], words: &[(usize, usize)], clauses: &mut Vec<u32>) 
 /// Whether the text between two words ends a clause (see [`clause_starts`]).
 fn gap_ends_clause(gap: &[u8]) -> bool {
     gap.iter()
-        .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b','))
+        .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b',' | b':' | b'(' | b')'))
+        // A hyphen with a space beside it is a dash ("no worries - delete it"); alone it
+        // joins a compound ("co-op").
+        || (gap.contains(&b'-') && gap.contains(&b' '))
+        // En and em dashes.
+        || gap
+            .windows(3)
+            .any(|w| w == [0xE2, 0x80, 0x93] || w == [0xE2, 0x80, 0x94])
         || gap
             .windows(2)
             .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))

@@ -189,3 +189,43 @@ fn rendered_columns_count_characters() {
     let rendered = err.render();
     assert!(rendered.contains("╭─[fa.warden:4:28]"), "{rendered}");
 }
+
+/// Codes and messages of a policy's warnings (it must load).
+fn warnings_of(text: &str) -> Vec<(&'static str, String)> {
+    let policy = Policy::parse(text, "w.warden").unwrap_or_else(|e| panic!("{}", e.render()));
+    policy
+        .warnings()
+        .iter()
+        .map(|d| (d.code(), d.message().to_string()))
+        .collect()
+}
+
+#[test]
+fn shadowed_keywords_name_the_intent_that_decides() {
+    let head = "policy \"w\"\nmode m { }\neffects none\nintents destructive > write > read\nfallback read\n";
+    let text = format!(
+        "{head}keywords read {{ en \"purge\" }}\nkeywords write {{ en \"purge\" }}\nkeywords destructive {{ en \"purge\" }}\n"
+    );
+    let never = |intent: &str| {
+        (
+            "shadowed-keyword",
+            format!("keyword `purge` of intent `{intent}` never decides: the same keyword of `destructive` comes first under `combine priority`"),
+        )
+    };
+    assert_eq!(warnings_of(&text), [never("read"), never("write")]);
+    // Under `combine union` every intent hit counts: nothing is shadowed.
+    assert_eq!(warnings_of(&format!("{text}combine union\n")), []);
+}
+
+#[test]
+fn a_phrase_a_stem_starts_is_not_redundant() {
+    // The phrase's hit spans "it"; a negator after it treats the two differently.
+    let text = "policy \"w\"\nmode m { }\neffects none\nintents write > read\nfallback read\nkeywords write { en \"delet*\", \"delete it\", \"deletes\" }\nnegation after 1 { en \"it\" }\n";
+    assert_eq!(
+        warnings_of(text),
+        [(
+            "redundant-keyword",
+            "keyword `deletes` adds nothing: the `en` stem `delet*` of intent `write` matches every word it does".to_string()
+        )]
+    );
+}

@@ -226,6 +226,10 @@ fn negation_stops_at_the_end_of_a_clause() {
         "don't wait; cancel it",
         "don't worry… cancel it",
         "don't worry？ cancel it",
+        "don't worry: cancel it",
+        "don't worry - cancel it",
+        "don't worry — cancel it",
+        "(don't worry) cancel it",
     ] {
         let i = classify(q);
         assert_eq!(i.name, "destructive", "{q}");
@@ -236,6 +240,11 @@ fn negation_stops_at_the_end_of_a_clause() {
     assert_eq!(dropped(&classify("don't, cancel it")), []);
     assert_eq!(dropped(&classify("no problem, delete invoice 7")), []);
     assert_eq!(dropped(&classify("don't cancel it")), [("cancel", "don't")]);
+    // A hyphen inside a compound is no dash.
+    assert_eq!(
+        dropped(&classify("don't co-op cancel it")),
+        [("cancel", "don't")]
+    );
     // Persian: the negator after the verb, with the Arabic question mark or a full stop between.
     let i = classify("حذف کن؟ نکن");
     assert_eq!((i.name.as_str(), i.dropped.len()), ("destructive", 0));
