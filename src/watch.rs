@@ -1,5 +1,8 @@
 //! Hot reload: [`PolicyWatcher`] keeps a policy file loaded, reloads it when the file or one of
-//! its includes changes, and swaps the new policy in atomically.
+//! its includes changes, and swaps the new policy in atomically. The folders watched are those
+//! of the files loaded when the watcher starts: an include added by a later edit is loaded with
+//! it, but its own changes are noticed only if its folder is among them (a root edit reloads
+//! it in any case).
 //!
 //! A reload that fails (any error diagnostic) never replaces the policy being served: readers go
 //! on seeing the last good one, the failure is reported through the callback, and
