@@ -469,3 +469,102 @@ fn guard_reads_a_yaml_policy_directly() {
         json!("tests/fixtures/yaml/tools.yaml:10:3")
     );
 }
+
+/// `(code, file:line:col, message, help)` of each warning of a loaded policy.
+fn warnings_at(p: &Policy) -> Vec<(String, String, String, String)> {
+    p.warnings()
+        .iter()
+        .map(|d| {
+            (
+                d.code().to_string(),
+                d.span()
+                    .map_or(String::new(), |s| p.sources().location(s).to_string()),
+                d.message().to_string(),
+                d.help_text().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The operation type the guard reports for one call, and whether a second call in the same
+/// turn still runs (a transactional call counts against `limit transactional 1 per turn`).
+fn operation_and_second_call(
+    p: &Policy,
+    tool: &str,
+    args: Value,
+) -> (Option<&'static str>, Decision) {
+    let mut turn = Turn::new();
+    let intent = p.fallback_intent();
+    let request = Request::default_mode();
+    let first = p
+        .check_call(&request, &intent, &mut turn, tool, &args)
+        .expect("fits");
+    let second = p
+        .check_call(&request, &intent, &mut turn, tool, &args)
+        .expect("fits");
+    (first.operation_type, second.decision)
+}
+
+#[test]
+fn an_entry_without_operation_type_fails_closed_as_transactional() {
+    let p = from_yaml("no_operation_type.yaml", None);
+    assert_eq!(
+        warnings_at(&p),
+        [(
+            "yaml-no-operation-type".to_string(),
+            format!("{DIR}/no_operation_type.yaml:6:3"),
+            "`ship_parcel` has no `operation_type` and `defaults` sets none: treated as `transactional`".to_string(),
+            "write `operation_type: read_only` in the entry if the tool changes nothing, or `operation_type: transactional` to keep this; `defaults: operation_type:` sets it for every entry".to_string(),
+        )]
+    );
+    let confirmed = json!({"parcel_id": "p-1", "confirmed": true});
+    assert_eq!(
+        operation_and_second_call(&p, "ship_parcel", confirmed),
+        (Some("transactional"), Decision::Deny)
+    );
+    // The entry that names its type keeps it.
+    assert_eq!(
+        operation_and_second_call(&p, "lookup_stock", json!({})),
+        (Some("read_only"), Decision::Allow)
+    );
+    // `import yaml` writes the same effect and says why in a note.
+    let text =
+        yaml_to_warden(Path::new(&fixture("no_operation_type.yaml")), None).expect("imports");
+    assert!(text.contains("# note: `ship_parcel` has no `operation_type` and `defaults` sets none: treated as `transactional`\n"), "{text}");
+    assert!(
+        text.contains("tool ship_parcel  { effect write  requires parcel_id  confirm always }"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_legacy_entry_without_tool_type_fails_closed_as_transactional() {
+    let p = from_yaml("does_not_exist.yaml", Some("no_tool_type.yaml"));
+    let w = warnings_at(&p);
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert_eq!(w[0].0, "yaml-missing");
+    assert_eq!(
+        w[1],
+        (
+            "yaml-no-operation-type".to_string(),
+            format!("{DIR}/no_tool_type.yaml:5:11"),
+            "`purge_archive` has no `tool_type` and no `defaults.operation_type` applies: treated as `transactional`".to_string(),
+            "write `tool_type: read_only` in the catalog entry if the tool changes nothing, or `tool_type: transactional` to keep this".to_string(),
+        )
+    );
+    assert_eq!(
+        operation_and_second_call(&p, "purge_archive", json!({})),
+        (Some("transactional"), Decision::Deny)
+    );
+    assert_eq!(
+        operation_and_second_call(&p, "lookup_stock", json!({})),
+        (Some("read_only"), Decision::Allow)
+    );
+    // A `defaults.operation_type` of tool_policies.yaml still applies to catalog-only tools.
+    let p = from_yaml("tool_policies.yaml", Some("no_tool_type.yaml"));
+    assert_eq!(warnings_at(&p), []);
+    assert_eq!(
+        operation_and_second_call(&p, "purge_archive", json!({})),
+        (Some("read_only"), Decision::Allow)
+    );
+}

@@ -25,10 +25,13 @@
 //! How a tool's attributes are decided (seed 004, "Compatibilidade"):
 //!
 //! * a tool with an entry in `tool_policies.yaml`: `operation_type` and confirmation come from
-//!   the entry, else from its `defaults`, else `read_only` without confirmation; the legacy
-//!   fields of that tool are not read, except `requires` when the entry has none;
+//!   the entry, else from its `defaults`; the legacy fields of that tool are not read, except
+//!   `requires` when the entry has none;
 //! * a tool only in `tools.yaml`: its legacy fields, else the `defaults` of
-//!   `tool_policies.yaml` (when there is one), else `read_only` without confirmation;
+//!   `tool_policies.yaml` (when there is one);
+//! * an operation type that neither the entry nor `defaults` gives fails closed:
+//!   `transactional`, with a `yaml-no-operation-type` warning at the entry; confirmation that
+//!   neither gives is off;
 //! * `enabled: false` in the catalog disables the tool whatever `tool_policies.yaml` says;
 //! * `read_only` is effect `none`, `transactional` is effect `write`.
 //!
@@ -116,7 +119,9 @@ pub(crate) fn convert(policies: Option<&YamlFile<'_>>, legacy: Option<&YamlFile<
     let mut tools = Vec::new();
     for (name, entry) in &entries {
         let leg = legacy_of.get(name.as_str()).copied();
-        let op = entry.op.or(defaults.op);
+        let op = entry.op.or(defaults.op).unwrap_or_else(|| {
+            transactional_by_default(name, entry.key, Source::Policies, &mut diagnostics)
+        });
         let confirm = entry.confirm.or(defaults.confirm);
         let requires = entry
             .requires
@@ -129,7 +134,9 @@ pub(crate) fn convert(policies: Option<&YamlFile<'_>>, legacy: Option<&YamlFile<
         if entries.iter().any(|(n, _)| n == name) {
             continue;
         }
-        let op = leg.op.or(defaults.op);
+        let op = leg.op.or(defaults.op).unwrap_or_else(|| {
+            transactional_by_default(name, leg.key, Source::Legacy, &mut diagnostics)
+        });
         let confirm = match (leg.blocked, leg.confirm) {
             (_, Some(c)) => Some(c),
             _ => defaults.confirm,
@@ -154,10 +161,50 @@ pub(crate) fn convert(policies: Option<&YamlFile<'_>>, legacy: Option<&YamlFile<
     }
 }
 
+/// Which file a tool's entry comes from, for the fail-closed warning's wording.
+#[derive(Clone, Copy)]
+enum Source {
+    /// An entry of `tool_policies.yaml`.
+    Policies,
+    /// An entry of the legacy `tools.yaml` catalog.
+    Legacy,
+}
+
+/// The operation type of a tool whose entry names none and whose `defaults` set none: fail
+/// closed, `transactional` (effect `write`: counted against the turn limit, gated as a
+/// change), with a warning at the entry saying so and what to write.
+fn transactional_by_default(
+    name: &str,
+    key: Span,
+    source: Source,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Op, Span) {
+    let (message, help) = match source {
+        Source::Policies => (
+            format!(
+                "`{name}` has no `operation_type` and `defaults` sets none: treated as `transactional`"
+            ),
+            "write `operation_type: read_only` in the entry if the tool changes nothing, or `operation_type: transactional` to keep this; `defaults: operation_type:` sets it for every entry",
+        ),
+        Source::Legacy => (
+            format!(
+                "`{name}` has no `tool_type` and no `defaults.operation_type` applies: treated as `transactional`"
+            ),
+            "write `tool_type: read_only` in the catalog entry if the tool changes nothing, or `tool_type: transactional` to keep this",
+        ),
+    };
+    diagnostics.push(
+        Diagnostic::warning("yaml-no-operation-type", message)
+            .at(key, "no operation type")
+            .help(help),
+    );
+    (Op::Transactional, key)
+}
+
 fn declare(
     name: &str,
     key: Span,
-    op: Option<(Op, Span)>,
+    op: (Op, Span),
     confirm: Option<(bool, Span)>,
     requires: Option<(Vec<(String, Span)>, Span)>,
     enabled: Option<(bool, Span)>,
@@ -167,7 +214,7 @@ fn declare(
         span,
         quoted: true,
     };
-    let (op, op_span) = op.unwrap_or((Op::ReadOnly, key));
+    let (op, op_span) = op;
     let mut attrs = vec![ToolAttr::Effect {
         name: named(op.effect(), op_span),
         span: op_span,
