@@ -237,6 +237,7 @@ impl Checker {
         self.check_cycles();
         self.check_tools_complete();
         self.check_patterns();
+        self.check_catch_all_patterns();
         self.check_keywords();
     }
 
@@ -1377,6 +1378,49 @@ impl Checker {
                 )
                 .help("many patterns share the same leading text; some that can never match may not be reported"),
             );
+        }
+        self.diagnostics.extend(warnings);
+    }
+
+    /// Warns about a pattern that matches every name (`*`, `**`: stars only) with the read-only
+    /// effect `none`, its own or taken from `defaults`, and is not disabled: every tool the
+    /// policy does not declare is then offered and runs as read-only, so `unknown deny` never
+    /// refuses a tool. A pattern with literal text (`*_*`) does not match every name.
+    fn check_catch_all_patterns(&mut self) {
+        let Some(none) = self.model.effects.iter().position(|e| e.name == "none") else {
+            return;
+        };
+        let defaults = &self.model.defaults;
+        let mut warnings = Vec::new();
+        for p in &self.model.patterns {
+            let glob = p.glob.name.as_str();
+            if glob.is_empty() || glob.chars().any(|c| c != '*') {
+                continue;
+            }
+            let attrs = p.attrs.or(defaults);
+            if attrs.enabled.is_some_and(|(on, _)| !on)
+                || attrs.effect.map(|(e, _)| e) != Some(none)
+            {
+                continue;
+            }
+            let mut d = Diagnostic::warning(
+                "catch-all-read-only",
+                format!(
+                    "pattern `{glob}` matches every tool name with the read-only effect `none`: every undeclared tool is offered and runs"
+                ),
+            )
+            .at(p.glob.span, "matches every name");
+            d = match (p.attrs.effect, defaults.effect) {
+                (None, Some((_, from))) => d
+                    .help(format!(
+                        "the pattern takes `effect none` from `defaults`, so `unknown deny` never refuses a tool; give it a stricter effect (`match \"{glob}\" {{ effect write }}`), narrow it (`mcp__github__get_*`), or delete it"
+                    ))
+                    .related(from, "the effect comes from `defaults`"),
+                _ => d.help(
+                    "`unknown deny` never refuses a tool past this pattern; declare read-only tools by name, narrow the pattern (`mcp__github__get_*`), give it a stricter effect, or delete it",
+                ),
+            };
+            warnings.push(d);
         }
         self.diagnostics.extend(warnings);
     }

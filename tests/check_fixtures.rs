@@ -29,7 +29,11 @@ fn report(path: &str) -> (String, bool) {
 }
 
 /// The fixtures whose problems are warnings only: they load.
-const WARNINGS_ONLY: &[&str] = &["keyword_warnings", "shadowed_pattern"];
+const WARNINGS_ONLY: &[&str] = &[
+    "catch_all_read_only",
+    "keyword_warnings",
+    "shadowed_pattern",
+];
 
 #[test]
 fn every_fixture_renders_its_diagnostics() {
@@ -62,6 +66,7 @@ fn every_fixture_renders_its_diagnostics() {
 #[test]
 fn each_fixture_reports_the_expected_codes() {
     let expected: &[(&str, &[&str])] = &[
+        ("catch_all_read_only", &["catch-all-read-only"]),
         ("default_mode_missing", &["undefined-mode"]),
         ("duplicate_effect", &["duplicate"]),
         ("duplicate_matrix", &["duplicate"]),
@@ -228,4 +233,68 @@ fn a_phrase_a_stem_starts_is_not_redundant() {
             "keyword `deletes` adds nothing: the `en` stem `delet*` of intent `write` matches every word it does".to_string()
         )]
     );
+}
+
+#[test]
+fn a_pattern_matching_every_name_with_the_read_only_effect_warns() {
+    let head = "policy \"w\"\neffects none, write\nmode m { }\nunknown deny\n";
+    let warns = |glob: &str| {
+        (
+            "catch-all-read-only",
+            format!("pattern `{glob}` matches every tool name with the read-only effect `none`: every undeclared tool is offered and runs"),
+        )
+    };
+    assert_eq!(
+        warnings_of(&format!("{head}match \"*\" {{ effect none }}\n")),
+        [warns("*")]
+    );
+    // The effect taken from `defaults` counts too, and the help says where it comes from.
+    let text = format!("{head}defaults {{ effect none }}\nmatch \"**\" {{ confirm always }}\n");
+    assert_eq!(warnings_of(&text), [warns("**")]);
+    let policy = Policy::parse(&text, "w.warden").expect("loads");
+    let d = &policy.warnings()[0];
+    assert_eq!(
+        policy
+            .sources()
+            .location(d.span().expect("span"))
+            .to_string(),
+        "w.warden:6:7"
+    );
+    assert_eq!(
+        d.help_text(),
+        Some("the pattern takes `effect none` from `defaults`, so `unknown deny` never refuses a tool; give it a stricter effect (`match \"**\" { effect write }`), narrow it (`mcp__github__get_*`), or delete it")
+    );
+    // Not every name, a stricter effect, or disabled: no warning.
+    for body in [
+        "match \"*_*\" { effect none }",
+        "match \"mcp__*\" { effect none }",
+        "match \"*\" { effect write }",
+        "match \"*\" { effect none  enabled false }",
+    ] {
+        assert_eq!(warnings_of(&format!("{head}{body}\n")), [], "{body}");
+    }
+}
+
+#[test]
+fn deny_warnings_fails_on_a_read_only_catch_all() {
+    let run = |deny: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_toolwarden"));
+        cmd.arg("check");
+        if deny {
+            cmd.arg("--deny-warnings");
+        }
+        cmd.arg("tests/fixtures/check/catch_all_read_only.warden")
+            .output()
+            .expect("runs")
+    };
+    let plain = run(false);
+    assert_eq!(plain.status.code(), Some(0));
+    let denied = run(true);
+    assert_eq!(denied.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&denied.stdout);
+    assert!(
+        out.contains("⚠ pattern `*` matches every tool name with the read-only effect `none`"),
+        "{out}"
+    );
+    assert!(out.ends_with("\n0 errors, 1 warning\ntests/fixtures/check/catch_all_read_only.warden: ok (with warnings)\n"), "{out}");
 }
