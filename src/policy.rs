@@ -26,6 +26,17 @@ pub(crate) struct Inner {
     pub sources: Arc<Sources>,
     pub warnings: Vec<Diagnostic>,
     pub compiled: Compiled,
+    pub relations: Relations,
+}
+
+/// The declared relations `explain` cites when a role or permission is granted through them:
+/// each role inclusion `(higher, lower, span)` (the span covers `higher > lower`) and each
+/// permission implication `(permission, implied, span)` (the span is the implied name), with
+/// the role and permission indexes of the compiled tables.
+#[derive(Debug, Default)]
+pub(crate) struct Relations {
+    pub role_edges: Vec<(usize, usize, crate::syntax::ast::Span)>,
+    pub implies: Vec<(usize, usize, crate::syntax::ast::Span)>,
 }
 
 impl Policy {
@@ -98,6 +109,10 @@ impl Policy {
         }
         crate::diagnostic::sort_diagnostics(&mut diagnostics);
         let compiled = compile::compile(&model);
+        let relations = Relations {
+            role_edges: model.role_edges.clone(),
+            implies: model.implies.clone(),
+        };
         Ok(Policy {
             inner: Arc::new(Inner {
                 name: model
@@ -109,6 +124,7 @@ impl Policy {
                 sources,
                 warnings: diagnostics,
                 compiled,
+                relations,
             }),
         })
     }
@@ -241,7 +257,14 @@ impl Policy {
     /// The whole source line a rule starts on (without its line break), with the rule's
     /// location and its column range on that line (in characters, 0-based, end exclusive).
     pub(crate) fn rule_line(&self, rule: RuleId) -> Option<(Location, String, (usize, usize))> {
-        let span = self.rule_span(rule)?;
+        self.span_line(self.rule_span(rule)?)
+    }
+
+    /// As [`Policy::rule_line`], for any span of the policy's sources.
+    pub(crate) fn span_line(
+        &self,
+        span: crate::syntax::ast::Span,
+    ) -> Option<(Location, String, (usize, usize))> {
         let sources = &self.inner.sources;
         let text = sources.text(span.file);
         let start = (span.start as usize).min(text.len());
@@ -259,6 +282,11 @@ impl Policy {
             line.to_string(),
             (col0, col1.max(col0 + 1)),
         ))
+    }
+
+    /// The declared role inclusions and permission implications, with their spans.
+    pub(crate) fn relations(&self) -> &Relations {
+        &self.inner.relations
     }
 
     /// The decision graph: node and edge lists, for `graph` and `explain`.

@@ -859,3 +859,129 @@ fn cli_explain_with_args_judges_the_call_too() {
         "call: deny at stage tenant_arg (argument `business_id` names tenant `x`, but this session's tenant is `b-42`), rule policies/finance.warden:50:12"
     );
 }
+
+/// A policy of ours whose roles and permissions are granted through chains, one of them
+/// written over two lines.
+const GRANTS: &str = "policy \"grants\" version 1
+effects none, write
+mode office { }
+mode locked { restrict none }
+roles { owner > editor > reviewer,
+        reviewer > reader }
+permission \"docs.admin\" implies \"docs.edit\"
+permission \"docs.edit\" implies \"docs.read\"
+tool read_doc  { effect none   roles reader  permissions \"docs.read\" }
+tool edit_doc  { effect write  roles editor }
+";
+
+fn grants_policy() -> Policy {
+    Policy::parse(GRANTS, "grants.warden").unwrap_or_else(|e| panic!("{}", e.render()))
+}
+
+/// `(grants, locations of the rules)` of the step of `stage` in a trace.
+fn step_of(trace: &toolwarden::analysis::Trace, stage: Stage) -> (Vec<String>, Vec<String>) {
+    let step = trace
+        .steps
+        .iter()
+        .find(|s| s.stage == stage)
+        .expect("stage is traced");
+    (
+        step.grants.clone(),
+        step.rules.iter().map(|r| r.location.clone()).collect(),
+    )
+}
+
+#[test]
+fn explain_cites_the_mode_line_on_a_mode_pass() {
+    let p = grants_policy();
+    let request = Request::new("office")
+        .roles(["reader"])
+        .permissions(["docs.read"]);
+    let t = p
+        .explain(&request, &p.fallback_intent(), "read_doc")
+        .expect("valid request");
+    assert_eq!(t.decision, Decision::Allow);
+    assert_eq!(
+        step_of(&t, Stage::Mode),
+        (vec![], vec!["grants.warden:3:6".to_string()])
+    );
+    // A mode with a ceiling cites the ceiling, pass or fail.
+    let t = p
+        .explain(
+            &Request::new("locked").roles(["owner"]),
+            &p.fallback_intent(),
+            "edit_doc",
+        )
+        .expect("valid request");
+    assert_eq!(
+        step_of(&t, Stage::Mode),
+        (vec![], vec!["grants.warden:4:15".to_string()])
+    );
+}
+
+#[test]
+fn explain_cites_the_roles_lines_that_granted_a_role() {
+    let p = grants_policy();
+    let request = Request::new("office")
+        .roles(["owner"])
+        .permissions(["docs.read"]);
+    let t = p
+        .explain(&request, &p.fallback_intent(), "read_doc")
+        .expect("valid request");
+    assert_eq!(
+        step_of(&t, Stage::Role),
+        (
+            vec!["role `reader` granted through `roles { owner > editor > reviewer }` at grants.warden:5:9 and `roles { reviewer > reader }` at grants.warden:6:9".to_string()],
+            vec![
+                "grants.warden:9:32".to_string(),
+                "grants.warden:5:9".to_string(),
+                "grants.warden:6:9".to_string()
+            ]
+        )
+    );
+    // A role held directly is granted by nothing but the request.
+    let t = p
+        .explain(
+            &Request::new("office").roles(["editor"]),
+            &p.fallback_intent(),
+            "edit_doc",
+        )
+        .expect("valid request");
+    assert_eq!(
+        step_of(&t, Stage::Role),
+        (vec![], vec!["grants.warden:10:32".to_string()])
+    );
+    // A role stage that fails grants nothing.
+    let t = p
+        .explain(
+            &Request::new("office").roles(["reader"]),
+            &p.fallback_intent(),
+            "edit_doc",
+        )
+        .expect("valid request");
+    assert_eq!(t.stage, Some(Stage::Role));
+    assert_eq!(step_of(&t, Stage::Role).0, Vec::<String>::new());
+}
+
+#[test]
+fn explain_cites_the_implies_lines_that_granted_a_permission() {
+    let p = grants_policy();
+    let request = Request::new("office")
+        .roles(["owner"])
+        .permissions(["docs.admin"]);
+    let t = p
+        .explain(&request, &p.fallback_intent(), "read_doc")
+        .expect("valid request");
+    assert_eq!(
+        step_of(&t, Stage::Permission),
+        (
+            vec!["permission `docs.read` granted through `permission \"docs.admin\" implies \"docs.edit\"` at grants.warden:7:33 and `permission \"docs.edit\" implies \"docs.read\"` at grants.warden:8:32".to_string()],
+            vec![
+                "grants.warden:9:46".to_string(),
+                "grants.warden:7:33".to_string(),
+                "grants.warden:8:32".to_string()
+            ]
+        )
+    );
+    insta::assert_snapshot!("explain_grants_rendered", t.render());
+}

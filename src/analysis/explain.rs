@@ -12,6 +12,7 @@ use crate::classify::Intent;
 use crate::decision::{Decision, RuleId, Stage, ToolMatch};
 use crate::eval::{Request, RequestError};
 use crate::policy::Policy;
+use crate::syntax::ast::Span;
 
 /// What one stage did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -49,8 +50,12 @@ pub struct TraceStep {
     /// Why, in one phrase.
     pub detail: String,
     /// The rules of the policy text the stage consulted (possibly none, e.g. a stage that does
-    /// not apply to the tool).
+    /// not apply to the tool), then the `roles` and `implies` lines of [`TraceStep::grants`].
     pub rules: Vec<RuleRef>,
+    /// How a role or permission the stage needed was granted through the policy's `roles`
+    /// inclusions or `implies` implications rather than held directly, one sentence each:
+    /// ``role `viewer` granted through `roles { admin > accountant > viewer }` at f.warden:9:9``.
+    pub grants: Vec<String>,
 }
 
 /// The stage-by-stage trace of one tool's `offer` decision (stages 1–7, then confirmation).
@@ -109,6 +114,9 @@ impl Trace {
                 step.result.as_str(),
                 step.detail
             ));
+            for grant in &step.grants {
+                out.push_str(&format!("      {grant}\n"));
+            }
             for rule in &step.rules {
                 out.push_str(&rule.note("      "));
             }
@@ -138,6 +146,155 @@ impl Trace {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// One link of a grant: the edge's span and the text it stands for (`a > b`, or
+/// `permission "a" implies "b"`).
+struct Link {
+    span: Span,
+    from: String,
+    to: String,
+}
+
+/// The shortest chain of `edges` (`(from, to, span)`) from one of `held` to `target`, or `None`
+/// when `target` is held itself or cannot be reached. Breadth-first: linear in the edges.
+fn chain(
+    edges: &[(usize, usize, Span)],
+    n: usize,
+    held: &[usize],
+    target: usize,
+) -> Option<Vec<usize>> {
+    if held.contains(&target) || target >= n {
+        return None;
+    }
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, (from, _, _)) in edges.iter().enumerate() {
+        if let Some(list) = out.get_mut(*from) {
+            list.push(i);
+        }
+    }
+    // `via[node]`: the edge that first reached the node.
+    let mut via: Vec<Option<usize>> = vec![None; n];
+    let mut seen = vec![false; n];
+    let mut queue = std::collections::VecDeque::new();
+    for &h in held.iter().filter(|&&h| h < n) {
+        if !seen[h] {
+            seen[h] = true;
+            queue.push_back(h);
+        }
+    }
+    while let Some(node) = queue.pop_front() {
+        if node == target {
+            let mut path = Vec::new();
+            let mut at = node;
+            while let Some(e) = via[at] {
+                path.push(e);
+                at = edges[e].0;
+            }
+            path.reverse();
+            return Some(path);
+        }
+        for &e in &out[node] {
+            let next = edges[e].1;
+            if next < n && !seen[next] {
+                seen[next] = true;
+                via[next] = Some(e);
+                queue.push_back(next);
+            }
+        }
+    }
+    None
+}
+
+/// Renders a grant of `what` through `links`, grouping consecutive links written on one source
+/// line into one citation (`roles { a > b > c }` at its location) when `chained`; returns the
+/// sentence and the cited rules.
+fn grant(policy: &Policy, what: &str, links: &[Link], chained: bool) -> (String, Vec<RuleRef>) {
+    let sources = policy.sources();
+    let mut groups: Vec<Vec<&Link>> = Vec::new();
+    for link in links {
+        let here = sources.location(link.span);
+        let joins = chained
+            && groups.last().and_then(|g| g.last()).is_some_and(|prev| {
+                let there = sources.location(prev.span);
+                there.file == here.file && there.line == here.line
+            });
+        match groups.last_mut() {
+            Some(g) if joins => g.push(link),
+            _ => groups.push(vec![link]),
+        }
+    }
+    let mut cited = Vec::new();
+    let mut rules = Vec::new();
+    for g in &groups {
+        let (first, last) = (g[0], g[g.len() - 1]);
+        let text = if chained {
+            let mut names = vec![first.from.clone()];
+            names.extend(g.iter().map(|l| l.to.clone()));
+            format!("`roles {{ {} }}`", names.join(" > "))
+        } else {
+            format!("`permission \"{}\" implies \"{}\"`", first.from, first.to)
+        };
+        let span = if first.span.file == last.span.file {
+            first.span.to(last.span)
+        } else {
+            first.span
+        };
+        cited.push(format!("{text} at {}", sources.location(span)));
+        rules.extend(RuleRef::at(policy, span));
+    }
+    (
+        format!("{what} granted through {}", cited.join(" and ")),
+        rules,
+    )
+}
+
+/// The grant of role `target` to a request holding the roles `held` (indexes) through the
+/// `roles` inclusions, when it is not held directly.
+fn role_grant(policy: &Policy, held: &[usize], target: usize) -> Option<(String, Vec<RuleRef>)> {
+    let t = policy.tables();
+    let edges = &policy.relations().role_edges;
+    let path = chain(edges, t.roles.len(), held, target)?;
+    let links: Vec<Link> = path
+        .iter()
+        .map(|&e| Link {
+            span: edges[e].2,
+            from: t.roles[edges[e].0].to_string(),
+            to: t.roles[edges[e].1].to_string(),
+        })
+        .collect();
+    Some(grant(
+        policy,
+        &format!("role `{}`", t.roles[target]),
+        &links,
+        true,
+    ))
+}
+
+/// The grant of permission `target` to a request holding `held` (indexes) through `implies`,
+/// when it is not held directly.
+fn permission_grant(
+    policy: &Policy,
+    held: &[usize],
+    target: usize,
+) -> Option<(String, Vec<RuleRef>)> {
+    let t = policy.tables();
+    let edges = &policy.relations().implies;
+    let path = chain(edges, t.permissions.len(), held, target)?;
+    let links: Vec<Link> = path
+        .iter()
+        .map(|&e| Link {
+            span: edges[e].2,
+            from: t.permissions[edges[e].0].to_string(),
+            to: t.permissions[edges[e].1].to_string(),
+        })
+        .collect();
+    Some(grant(
+        policy,
+        &format!("permission `{}`", t.permissions[target]),
+        &links,
+        false,
+    ))
 }
 
 fn names(list: &[Box<str>], set: impl Iterator<Item = usize>) -> String {
@@ -214,8 +371,34 @@ impl Policy {
                 result,
                 detail,
                 rules,
+                grants: Vec::new(),
             });
         };
+        // Adds grants to the step just pushed, unless it was not reached.
+        let add_grants = |trace: &mut Trace, grants: Vec<(String, Vec<RuleRef>)>| {
+            if let Some(step) = trace.steps.last_mut() {
+                if step.result != StepResult::Skip {
+                    for (sentence, rules) in grants {
+                        step.grants.push(sentence);
+                        for r in rules {
+                            if !step.rules.contains(&r) {
+                                step.rules.push(r);
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let held_roles: Vec<usize> = request
+            .role_names()
+            .iter()
+            .filter_map(|r| t.role_index.get(r.as_str()).map(|&i| i as usize))
+            .collect();
+        let held_perms: Vec<usize> = request
+            .permission_names()
+            .iter()
+            .filter_map(|p| t.perm_index.get(p.as_str()).map(|&i| i as usize))
+            .collect();
 
         // 1. identity
         match row {
@@ -347,6 +530,15 @@ impl Policy {
                     ),
                     rr(row.rule_roles),
                 );
+                // The accepted role the request reaches first, when it holds none directly.
+                if ok && !roles.iter().any(|r| held_roles.contains(&r)) {
+                    let grants = roles
+                        .iter()
+                        .find_map(|r| role_grant(self, &held_roles, r))
+                        .into_iter()
+                        .collect();
+                    add_grants(&mut trace, grants);
+                }
             }
             None => push(
                 &mut trace,
@@ -392,6 +584,12 @@ impl Policy {
                 detail,
                 rr(row.rule_perms),
             );
+            let grants = row
+                .perms
+                .iter()
+                .filter_map(|p| permission_grant(self, &held_perms, p))
+                .collect();
+            add_grants(&mut trace, grants);
         }
 
         // 6. mode ceiling
@@ -414,7 +612,13 @@ impl Policy {
                     )
                 )
             },
-            rr(mode.rule_restrict),
+            // Without a `restrict` ceiling the mode allows every effect: cite the mode itself
+            // (the `rule_no_matrix` rule's span is the mode's name).
+            if self.rule_span(mode.rule_restrict).is_some() {
+                rr(mode.rule_restrict)
+            } else {
+                rr(mode.rule_no_matrix)
+            },
         );
 
         // 7. intent
@@ -497,6 +701,7 @@ impl Policy {
                 result,
                 detail,
                 rules: rule.map(rr).unwrap_or_default(),
+                grants: Vec::new(),
             });
         }
         Ok(trace)

@@ -45,6 +45,17 @@ impl RuleRef {
         })
     }
 
+    /// Resolves a span of the policy's sources (a rule the tables do not number, such as one
+    /// inclusion of a `roles` chain).
+    pub(crate) fn at(policy: &Policy, span: crate::syntax::ast::Span) -> Option<RuleRef> {
+        let (loc, line, columns) = policy.span_line(span)?;
+        Some(RuleRef {
+            location: loc.to_string(),
+            line,
+            columns,
+        })
+    }
+
     /// `file:line:col: text` on one line (the source line trimmed).
     pub fn one_line(&self) -> String {
         format!("{}: {}", self.location, self.line.trim())
