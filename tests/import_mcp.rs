@@ -225,3 +225,137 @@ fn cli_imports_and_reports_errors() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+const FLAT: &str = include_str!("fixtures/mcp_flat_hints.json");
+
+/// `(name, effect)` of each imported tool.
+fn effects(tools: &[mcp::McpTool]) -> Vec<(&str, &str)> {
+    tools
+        .iter()
+        .map(|t| (t.name.as_str(), t.effect().as_str()))
+        .collect()
+}
+
+#[test]
+fn hints_at_the_top_level_of_a_row_are_read() {
+    let tools = mcp::parse_catalog(FLAT).unwrap();
+    assert_eq!(
+        effects(&tools),
+        [
+            ("list_notes", "none"),
+            ("add_note", "write"),
+            ("drop_notes", "delete"),
+            ("sync_notes", "delete"),
+            ("peek_note", "write"),
+            ("tag_note", "write"),
+        ]
+    );
+    // `null` at the top level is "not given": no hint, spec defaults.
+    assert!(!tools[3].has_annotations);
+    assert!(tools[0].has_annotations);
+    // A hint of the wrong type at the top level is refused with its path.
+    assert_eq!(
+        err(r#"[{"name": "a", "readOnlyHint": "yes"}]"#),
+        "[0].readOnlyHint: expected true, false or null, found a string (leave the hint out to use the spec default)"
+    );
+}
+
+#[test]
+fn hints_that_disagree_between_the_two_shapes_keep_the_stricter_and_warn() {
+    let tools = mcp::parse_catalog(FLAT).unwrap();
+    let warned: Vec<(&str, &[String])> = tools
+        .iter()
+        .filter(|t| !t.warnings.is_empty())
+        .map(|t| (t.name.as_str(), t.warnings.as_slice()))
+        .collect();
+    assert_eq!(
+        warned,
+        [(
+            "peek_note",
+            &["[4]: `readOnlyHint` is true at the top level but false in `annotations`: kept false, the stricter".to_string()][..]
+        )]
+    );
+    // The stricter destructiveHint wins too.
+    let t = mcp::catalog_from_value(&json!([{"name": "a", "readOnlyHint": false,
+        "destructiveHint": false, "annotations": {"destructiveHint": true}}]))
+    .unwrap();
+    assert_eq!(t[0].effect(), McpEffect::Delete);
+    assert_eq!(
+        t[0].warnings,
+        ["[0]: `destructiveHint` is false at the top level but true in `annotations`: kept true, the stricter"]
+    );
+    // The command says so on stderr and in a comment on the tool's line.
+    let out = bin()
+        .args(["import", "mcp", "tests/fixtures/mcp_flat_hints.json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "warning: tests/fixtures/mcp_flat_hints.json: [4]: `readOnlyHint` is true at the top level but false in `annotations`: kept false, the stricter\n"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tool peek_note  { effect write }   # hints disagree: kept the stricter\n"),
+        "{text}"
+    );
+}
+
+const TOOLS_ONLY: &str = r#"# Imported by `toolwarden import mcp` from mcp_flat_hints.json: 6 tools.
+# Effects come from MCP annotations with the spec's defaults (2025-11-25: a missing
+# readOnlyHint is false, a missing destructiveHint is true). Annotations are untrusted
+# hints from the server: review every effect before relying on it.
+# Tool declarations only: include this file from a policy that declares
+# `effects none, write, delete`.
+
+tool mcp__notes__list_notes { effect none }
+tool mcp__notes__add_note   { effect write }
+tool mcp__notes__drop_notes { effect delete }
+tool mcp__notes__sync_notes { effect delete }  # no annotations: spec defaults
+tool mcp__notes__peek_note  { effect write }   # hints disagree: kept the stricter
+tool mcp__notes__tag_note   { effect write }   # defaulted: readOnlyHint
+"#;
+
+#[test]
+fn tools_only_output_includes_into_a_policy_that_declares_the_effects() {
+    let out = bin()
+        .args([
+            "import",
+            "mcp",
+            "tests/fixtures/mcp_flat_hints.json",
+            "--server",
+            "notes",
+            "--tools-only",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text, TOOLS_ONLY);
+    let dir = std::env::temp_dir().join(format!("tw-tools-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.tools.warden"), &text).unwrap();
+    let main = dir.join("main.warden");
+    std::fs::write(
+        &main,
+        "policy \"notes-agent\" version 1\neffects none, write, delete\n\
+         mode agent { confirm write, delete }\ndefault mode agent\nunknown deny\n\
+         connectors prefix \"mcp__\"\ninclude \"notes.tools.warden\"\n",
+    )
+    .unwrap();
+    let check = bin().arg("check").arg(&main).output().unwrap();
+    assert_eq!(
+        (
+            check.status.code(),
+            String::from_utf8_lossy(&check.stdout).into_owned()
+        ),
+        (Some(0), format!("{}: ok\n", main.display()))
+    );
+    let policy = Policy::from_file(&main).unwrap();
+    assert_eq!(policy.tools().count(), 6);
+    assert_eq!(
+        policy.connector_server("mcp__notes__add_note"),
+        Some("notes")
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

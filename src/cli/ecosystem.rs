@@ -21,15 +21,24 @@ fn read_text(path: &Path, what: &str) -> Result<String, String> {
     })
 }
 
-/// `toolwarden import mcp FILE [--server NAME]`: prints a policy declaring the catalog's tools.
-pub(crate) fn import_mcp(file: &Path, server: Option<&str>) -> CmdResult {
+/// `toolwarden import mcp FILE [--server NAME] [--tools-only]`: prints a policy declaring the
+/// catalog's tools (with `--tools-only`, the tool declarations alone); each warning of the
+/// import goes to stderr as `warning: FILE: ...`.
+pub(crate) fn import_mcp(file: &Path, server: Option<&str>, tools_only: bool) -> CmdResult {
     let text = read_text(file, "MCP catalog")?;
     let tools = mcp::parse_catalog(&text).map_err(|e| format!("{}: {e}", file.display()))?;
     let file_name = file.file_name().map_or_else(
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let out = mcp::to_warden(&tools, server, &file_name)?;
+    let out = if tools_only {
+        mcp::to_warden_tools(&tools, server, &file_name)?
+    } else {
+        mcp::to_warden(&tools, server, &file_name)?
+    };
+    for w in tools.iter().flat_map(|t| &t.warnings) {
+        eprintln!("warning: {}: {w}", file.display());
+    }
     print!("{out}");
     Ok(0)
 }

@@ -225,6 +225,10 @@ enum ImportCommand {
         /// Prefix names as `mcp__<server>__<tool>`.
         #[arg(long)]
         server: Option<String>,
+        /// Print only the `tool` declarations, to include into a policy that declares the
+        /// effects `none`, `write` and `delete`.
+        #[arg(long)]
+        tools_only: bool,
     },
     /// Seed 004's tool_policies.yaml (and the legacy tools.yaml catalog): print the
     /// equivalent warden policy.
@@ -341,9 +345,11 @@ pub fn run() -> i32 {
             log,
             ..
         } => commands::offer(&req, tools, tools_file.as_deref(), json, &log),
-        Command::Import(ImportCommand::Mcp { file, server }) => {
-            ecosystem::import_mcp(&file, server.as_deref())
-        }
+        Command::Import(ImportCommand::Mcp {
+            file,
+            server,
+            tools_only,
+        }) => ecosystem::import_mcp(&file, server.as_deref(), tools_only),
         Command::Fmt { files, check } => ecosystem::fmt(&files, check),
         Command::Graph { policy, format } => ecosystem::graph(&policy, &format),
         Command::Guard {

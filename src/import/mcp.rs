@@ -11,6 +11,11 @@
 //! | `false`/missing| `false`           | `write`  |
 //! | `false`/missing| `true`/missing    | `delete` |
 //!
+//! The hints are read from the tool's `annotations` object, as the specification places them,
+//! and from the top level of the tool object, where some catalogs flatten them (`null` there
+//! means not given). When both places give a hint and they disagree, the stricter value is kept
+//! (`readOnlyHint: false`, `destructiveHint: true`) and [`McpTool::warnings`] says so.
+//!
 //! Annotations are hints from the server, not facts: the specification says clients MUST
 //! consider them untrusted unless they come from trusted servers. The imported declarations
 //! are a starting point for a reviewer; at run time a policy's `trust annotations tighten`
@@ -61,12 +66,17 @@ impl McpEffect {
 pub struct McpTool {
     /// The tool's name as the server gives it.
     pub name: String,
-    /// `annotations.readOnlyHint`, when given.
+    /// `readOnlyHint`, when given (in `annotations` or at the top level; the stricter value
+    /// when both give it).
     pub read_only_hint: Option<bool>,
-    /// `annotations.destructiveHint`, when given.
+    /// `destructiveHint`, when given (as `read_only_hint`).
     pub destructive_hint: Option<bool>,
-    /// Whether the tool object carried an `annotations` object at all.
+    /// Whether the tool object declares its hints at all: an `annotations` object, or a hint
+    /// at the top level.
     pub has_annotations: bool,
+    /// Problems that did not stop the import, one sentence each with the tool's JSON path: a
+    /// hint given in both places with different values.
+    pub warnings: Vec<String>,
 }
 
 impl McpTool {
@@ -224,6 +234,54 @@ pub fn read_hints(
     Ok(Some((hint("readOnlyHint")?, hint("destructiveHint")?)))
 }
 
+/// Reads the two hints written at the top level of an MCP tool object, as catalogs that
+/// flatten `annotations` into the row do; `null` there means not given.
+///
+/// # Errors
+///
+/// [`ImportError`] at `<path>.<hint>` when a hint is neither a JSON boolean nor `null`.
+pub fn read_top_level_hints(
+    tool: &serde_json::Map<String, Value>,
+    path: &str,
+) -> Result<Hints, ImportError> {
+    let hint = |key: &str| -> Result<Option<bool>, ImportError> {
+        match tool.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(ImportError::at(
+                format!("{path}.{key}"),
+                format!(
+                    "expected true, false or null, found {} (leave the hint out to use the spec default)",
+                    crate::eval::json_kind(other)
+                ),
+            )),
+        }
+    };
+    Ok((hint("readOnlyHint")?, hint("destructiveHint")?))
+}
+
+/// One hint from its two places: the value both give, the one place's value, or, when they
+/// disagree, `stricter` with a warning.
+fn merge_hint(
+    path: &str,
+    key: &str,
+    annotated: Option<bool>,
+    top: Option<bool>,
+    stricter: bool,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    match (annotated, top) {
+        (Some(a), Some(t)) if a != t => {
+            warnings.push(format!(
+                "{path}: `{key}` is {t} at the top level but {a} in `annotations`: kept {stricter}, the stricter"
+            ));
+            Some(stricter)
+        }
+        (Some(a), _) => Some(a),
+        (None, t) => t,
+    }
+}
+
 /// Reads the tools of a parsed catalog (see [`parse_catalog`]).
 ///
 /// # Errors
@@ -275,12 +333,31 @@ pub fn catalog_from_value(value: &Value) -> Result<Vec<McpTool>, ImportError> {
                 ),
             ));
         }
-        let hints = read_hints(obj, &path)?;
+        let annotated = read_hints(obj, &path)?;
+        let top = read_top_level_hints(obj, &path)?;
+        let mut warnings = Vec::new();
+        let read_only_hint = merge_hint(
+            &path,
+            "readOnlyHint",
+            annotated.and_then(|h| h.0),
+            top.0,
+            false,
+            &mut warnings,
+        );
+        let destructive_hint = merge_hint(
+            &path,
+            "destructiveHint",
+            annotated.and_then(|h| h.1),
+            top.1,
+            true,
+            &mut warnings,
+        );
         tools.push(McpTool {
             name: name.to_string(),
-            read_only_hint: hints.and_then(|h| h.0),
-            destructive_hint: hints.and_then(|h| h.1),
-            has_annotations: hints.is_some(),
+            read_only_hint,
+            destructive_hint,
+            has_annotations: annotated.is_some() || top.0.is_some() || top.1.is_some(),
+            warnings,
         });
     }
     Ok(tools)
@@ -346,8 +423,8 @@ pub fn check_server_name(server: &str) -> Result<(), String> {
 /// effects, `unknown deny`, one mode that confirms `write` and `delete`, a connector prefix when
 /// `server` is given) and one `tool` declaration per tool, named `mcp__<server>__<name>` when
 /// `server` is given. Names that are not identifiers are quoted, never changed. A tool whose
-/// effect rests on a defaulted hint says so in a trailing comment. `source` names the input in
-/// the header comment.
+/// effect rests on a defaulted hint, or whose hints disagree between `annotations` and the top
+/// level, says so in a trailing comment. `source` names the input in the header comment.
 ///
 /// The text is laid out by [`crate::fmt::format_source`] when it parses (it always does for
 /// names accepted by [`catalog_from_value`]).
@@ -359,19 +436,7 @@ pub fn to_warden(tools: &[McpTool], server: Option<&str>, source: &str) -> Resul
     if let Some(s) = server {
         check_server_name(s)?;
     }
-    let mut out = String::new();
-    let source_line = source.replace('\n', " ");
-    let _ = writeln!(
-        out,
-        "# Imported by `toolwarden import mcp` from {source_line}: {} tool{}.",
-        tools.len(),
-        if tools.len() == 1 { "" } else { "s" }
-    );
-    out.push_str(
-        "# Effects come from MCP annotations with the spec's defaults (2025-11-25: a missing\n\
-         # readOnlyHint is false, a missing destructiveHint is true). Annotations are untrusted\n\
-         # hints from the server: review every effect before relying on it.\n",
-    );
+    let mut out = intro(tools, source);
     let policy_name = match server {
         Some(s) => format!("mcp-{s}"),
         None => "mcp-import".to_string(),
@@ -386,6 +451,55 @@ pub fn to_warden(tools: &[McpTool], server: Option<&str>, source: &str) -> Resul
         out.push_str("connectors prefix \"mcp__\"\n");
     }
     out.push('\n');
+    tool_lines(&mut out, tools, server);
+    Ok(crate::fmt::format_source(&out, "import.warden").unwrap_or(out))
+}
+
+/// Writes only the `tool` declarations of [`to_warden`] (with its comments), no `policy`,
+/// `effects`, mode or other setting, so the text can be included into an existing policy
+/// (`include "github.tools.warden"`). The including policy must declare the effects `none`,
+/// `write` and `delete`.
+///
+/// # Errors
+///
+/// The message of [`check_server_name`] for a bad `server`.
+pub fn to_warden_tools(
+    tools: &[McpTool],
+    server: Option<&str>,
+    source: &str,
+) -> Result<String, String> {
+    if let Some(s) = server {
+        check_server_name(s)?;
+    }
+    let mut out = intro(tools, source);
+    out.push_str(
+        "# Tool declarations only: include this file from a policy that declares\n\
+         # `effects none, write, delete`.\n\n",
+    );
+    tool_lines(&mut out, tools, server);
+    Ok(crate::fmt::format_source(&out, "import.warden").unwrap_or(out))
+}
+
+/// The comment lines every import starts with.
+fn intro(tools: &[McpTool], source: &str) -> String {
+    let mut out = String::new();
+    let source_line = source.replace('\n', " ");
+    let _ = writeln!(
+        out,
+        "# Imported by `toolwarden import mcp` from {source_line}: {} tool{}.",
+        tools.len(),
+        if tools.len() == 1 { "" } else { "s" }
+    );
+    out.push_str(
+        "# Effects come from MCP annotations with the spec's defaults (2025-11-25: a missing\n\
+         # readOnlyHint is false, a missing destructiveHint is true). Annotations are untrusted\n\
+         # hints from the server: review every effect before relying on it.\n",
+    );
+    out
+}
+
+/// One `tool` line per tool, with a trailing comment for defaulted or disagreeing hints.
+fn tool_lines(out: &mut String, tools: &[McpTool], server: Option<&str>) {
     for t in tools {
         let full = match server {
             Some(s) => format!("mcp__{s}__{}", t.name),
@@ -404,12 +518,18 @@ pub fn to_warden(tools: &[McpTool], server: Option<&str>, source: &str) -> Resul
         if t.read_only_hint != Some(true) && t.destructive_hint.is_none() {
             defaulted.push("destructiveHint");
         }
+        let mut notes = Vec::new();
         if !t.has_annotations {
-            out.push_str("  # no annotations: spec defaults");
+            notes.push("no annotations: spec defaults".to_string());
         } else if !defaulted.is_empty() {
-            let _ = write!(out, "  # defaulted: {}", defaulted.join(", "));
+            notes.push(format!("defaulted: {}", defaulted.join(", ")));
+        }
+        if !t.warnings.is_empty() {
+            notes.push("hints disagree: kept the stricter".to_string());
+        }
+        if !notes.is_empty() {
+            let _ = write!(out, "  # {}", notes.join("; "));
         }
         out.push('\n');
     }
-    Ok(crate::fmt::format_source(&out, "import.warden").unwrap_or(out))
 }
