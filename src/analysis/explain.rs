@@ -156,54 +156,53 @@ struct Link {
     to: String,
 }
 
-/// The shortest chain of `edges` (`(from, to, span)`) from one of `held` to `target`, or `None`
-/// when `target` is held itself or cannot be reached. Breadth-first: linear in the edges.
-fn chain(
+/// Breadth-first search over `edges` (`(from, to, span)`) from every node of `held`: for each
+/// node of `0..n`, the edge that first reached it (`None` for a held or unreached node) and its
+/// distance from `held` (`usize::MAX` when unreached). Linear in nodes and edges.
+fn reach(
     edges: &[(usize, usize, Span)],
     n: usize,
     held: &[usize],
-    target: usize,
-) -> Option<Vec<usize>> {
-    if held.contains(&target) || target >= n {
-        return None;
-    }
+) -> (Vec<Option<usize>>, Vec<usize>) {
     let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, (from, _, _)) in edges.iter().enumerate() {
-        if let Some(list) = out.get_mut(*from) {
-            list.push(i);
+    for (i, (from, to, _)) in edges.iter().enumerate() {
+        if *from < n && *to < n {
+            out[*from].push(i);
         }
     }
-    // `via[node]`: the edge that first reached the node.
     let mut via: Vec<Option<usize>> = vec![None; n];
-    let mut seen = vec![false; n];
+    let mut dist = vec![usize::MAX; n];
     let mut queue = std::collections::VecDeque::new();
     for &h in held.iter().filter(|&&h| h < n) {
-        if !seen[h] {
-            seen[h] = true;
+        if dist[h] == usize::MAX {
+            dist[h] = 0;
             queue.push_back(h);
         }
     }
     while let Some(node) = queue.pop_front() {
-        if node == target {
-            let mut path = Vec::new();
-            let mut at = node;
-            while let Some(e) = via[at] {
-                path.push(e);
-                at = edges[e].0;
-            }
-            path.reverse();
-            return Some(path);
-        }
         for &e in &out[node] {
             let next = edges[e].1;
-            if next < n && !seen[next] {
-                seen[next] = true;
+            if dist[next] == usize::MAX {
+                dist[next] = dist[node] + 1;
                 via[next] = Some(e);
                 queue.push_back(next);
             }
         }
     }
-    None
+    (via, dist)
+}
+
+/// The edges from a held node to `target` along the search tree of [`reach`], first edge
+/// first; empty when `target` is held or unreached.
+fn path_to(edges: &[(usize, usize, Span)], via: &[Option<usize>], target: usize) -> Vec<usize> {
+    let mut path = Vec::new();
+    let mut at = target;
+    while let Some(e) = via.get(at).copied().flatten() {
+        path.push(e);
+        at = edges[e].0;
+    }
+    path.reverse();
+    path
 }
 
 /// Renders a grant of `what` through `links`, grouping consecutive links written on one source
@@ -249,13 +248,24 @@ fn grant(policy: &Policy, what: &str, links: &[Link], chained: bool) -> (String,
     )
 }
 
-/// The grant of role `target` to a request holding the roles `held` (indexes) through the
-/// `roles` inclusions, when it is not held directly.
-fn role_grant(policy: &Policy, held: &[usize], target: usize) -> Option<(String, Vec<RuleRef>)> {
+/// How a request holding the roles `held` (indexes) reaches one of `accepted` through the
+/// `roles` inclusions: the accepted role nearest to a held one (the first declared among
+/// equals), or `None` when it holds one directly or reaches none.
+fn role_grant(
+    policy: &Policy,
+    held: &[usize],
+    accepted: impl Iterator<Item = usize>,
+) -> Option<(String, Vec<RuleRef>)> {
     let t = policy.tables();
     let edges = &policy.relations().role_edges;
-    let path = chain(edges, t.roles.len(), held, target)?;
-    let links: Vec<Link> = path
+    let (via, dist) = reach(edges, t.roles.len(), held);
+    let target = accepted
+        .filter(|&r| dist.get(r).is_some_and(|&d| d != usize::MAX))
+        .min_by_key(|&r| (dist[r], r))?;
+    if dist[target] == 0 {
+        return None;
+    }
+    let links: Vec<Link> = path_to(edges, &via, target)
         .iter()
         .map(|&e| Link {
             span: edges[e].2,
@@ -271,30 +281,35 @@ fn role_grant(policy: &Policy, held: &[usize], target: usize) -> Option<(String,
     ))
 }
 
-/// The grant of permission `target` to a request holding `held` (indexes) through `implies`,
-/// when it is not held directly.
-fn permission_grant(
+/// How a request holding the permissions `held` (indexes) reaches each of `needed` it does not
+/// hold directly, through `implies`: one grant per such permission, in `needed` order.
+fn permission_grants(
     policy: &Policy,
     held: &[usize],
-    target: usize,
-) -> Option<(String, Vec<RuleRef>)> {
+    needed: impl Iterator<Item = usize>,
+) -> Vec<(String, Vec<RuleRef>)> {
     let t = policy.tables();
     let edges = &policy.relations().implies;
-    let path = chain(edges, t.permissions.len(), held, target)?;
-    let links: Vec<Link> = path
-        .iter()
-        .map(|&e| Link {
-            span: edges[e].2,
-            from: t.permissions[edges[e].0].to_string(),
-            to: t.permissions[edges[e].1].to_string(),
+    let (via, dist) = reach(edges, t.permissions.len(), held);
+    needed
+        .filter(|&p| dist.get(p).is_some_and(|&d| d != 0 && d != usize::MAX))
+        .map(|p| {
+            let links: Vec<Link> = path_to(edges, &via, p)
+                .iter()
+                .map(|&e| Link {
+                    span: edges[e].2,
+                    from: t.permissions[edges[e].0].to_string(),
+                    to: t.permissions[edges[e].1].to_string(),
+                })
+                .collect();
+            grant(
+                policy,
+                &format!("permission `{}`", t.permissions[p]),
+                &links,
+                false,
+            )
         })
-        .collect();
-    Some(grant(
-        policy,
-        &format!("permission `{}`", t.permissions[target]),
-        &links,
-        false,
-    ))
+        .collect()
 }
 
 fn names(list: &[Box<str>], set: impl Iterator<Item = usize>) -> String {
@@ -530,11 +545,8 @@ impl Policy {
                     ),
                     rr(row.rule_roles),
                 );
-                // The accepted role the request reaches first, when it holds none directly.
-                if ok && !roles.iter().any(|r| held_roles.contains(&r)) {
-                    let grants = roles
-                        .iter()
-                        .find_map(|r| role_grant(self, &held_roles, r))
+                if ok {
+                    let grants = role_grant(self, &held_roles, roles.iter())
                         .into_iter()
                         .collect();
                     add_grants(&mut trace, grants);
@@ -584,11 +596,7 @@ impl Policy {
                 detail,
                 rr(row.rule_perms),
             );
-            let grants = row
-                .perms
-                .iter()
-                .filter_map(|p| permission_grant(self, &held_perms, p))
-                .collect();
+            let grants = permission_grants(self, &held_perms, row.perms.iter());
             add_grants(&mut trace, grants);
         }
 
