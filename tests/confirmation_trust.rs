@@ -446,3 +446,44 @@ fn parallel_guard_runs_share_one_turn_limit() {
     names.sort();
     assert_eq!(names, Vec::<String>::new());
 }
+
+#[cfg(unix)]
+#[test]
+fn guard_refuses_a_lock_file_that_is_a_fifo_without_blocking() {
+    let dir = Scratch::new("fifo");
+    let turn = dir.path("turn.json");
+    let lock = dir.path("turn.json.lock");
+    let c = std::ffi::CString::new(lock.to_string_lossy().as_bytes()).expect("a C path");
+    // SAFETY: `c` is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let mut child = toolwarden()
+        .args([
+            "guard",
+            "-p",
+            "policies/retail.warden",
+            "--tool",
+            "consultar_plano",
+        ])
+        .arg("--turn")
+        .arg(&turn)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("guard blocked on a FIFO lock file");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("the run ends");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("lock file `{}`", lock.display())),
+        "{stderr}"
+    );
+    assert!(!turn.exists());
+}

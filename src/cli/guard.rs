@@ -102,10 +102,13 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
     locks.dedup();
     let mut held = Vec::with_capacity(locks.len());
     for lock in locks {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        // A FIFO or device in the lock file's place must not block the open (it is refused
+        // below as not a regular file).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let file = options
             .open(&lock)
             .map_err(|e| format!("cannot open lock file `{}`: {e}", lock.display()))?;
         if !file
