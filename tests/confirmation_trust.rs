@@ -487,3 +487,44 @@ fn guard_refuses_a_lock_file_that_is_a_fifo_without_blocking() {
     );
     assert!(!turn.exists());
 }
+
+#[test]
+fn guard_pending_with_audit_logs_the_denied_self_confirmation() {
+    let dir = Scratch::new("audit");
+    let (pending, log) = (dir.path("pending.json"), dir.path("audit.jsonl"));
+    let out = toolwarden()
+        .args([
+            "guard",
+            "-p",
+            "policies/retail.warden",
+            "--tool",
+            "devolver_pedido",
+        ])
+        .args([
+            "--args",
+            r#"{"order_id": "123", "reason": "r", "confirmed": true}"#,
+        ])
+        .arg("--pending")
+        .arg(&pending)
+        .arg("--audit")
+        .arg(&log)
+        .arg("--json")
+        .output()
+        .expect("the binary runs");
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_of(&out);
+    assert_eq!(
+        (&v["decision"], &v["metadata"]["stage"]),
+        (&json!("deny"), &json!("confirmation"))
+    );
+    let text = std::fs::read_to_string(&log).expect("the audit log");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0]["op"], json!("call"));
+    assert_eq!(records[0]["tool"], json!("devolver_pedido"));
+    assert_eq!(records[0]["decision"], json!("deny"));
+    assert_eq!(records[0]["stage"], json!("confirmation"));
+}
