@@ -246,7 +246,49 @@ impl<W: Write> Auditor<W> {
         args: &Value,
         pending: Option<&PendingCall>,
     ) -> Result<Verdict, AuditError> {
-        let mut verdict = policy.check_call_with(request, intent, turn, tool, args, pending)?;
+        let verdict = policy.check_call_with(request, intent, turn, tool, args, pending)?;
+        self.log_call(
+            policy, generation, request, intent, turn, tool, args, verdict,
+        )
+    }
+
+    /// [`Policy::check_call_strict`] (a confirmation is trusted only against `pending`), logged
+    /// and under advisory enforcement exactly as [`Auditor::check_call`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`Auditor::offer`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_call_strict(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, AuditError> {
+        let verdict = policy.check_call_strict(request, intent, turn, tool, args, pending)?;
+        self.log_call(
+            policy, generation, request, intent, turn, tool, args, verdict,
+        )
+    }
+
+    /// Applies advisory enforcement to `verdict` and writes its record.
+    #[allow(clippy::too_many_arguments)]
+    fn log_call(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        mut verdict: Verdict,
+    ) -> Result<Verdict, AuditError> {
         let would_be = verdict.decision;
         let stage = verdict.stage.map(|s| s.as_str());
         let source = verdict.source.clone();

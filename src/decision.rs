@@ -292,9 +292,11 @@ impl Verdict {
         self.decision == Decision::Deny
     }
 
-    /// The result in seed 004's shape. An allow gives `{"ok": true, "decision": "allow",
-    /// "args": {...}}`; a deny gives `{"ok": false, "error", "metadata": {"blocked_by_policy":
-    /// true, "stage", "operation_type", "effect", "policy_source"}}`; a confirm adds
+    /// The result in seed 004's shape; every result carries `"decision"` (`"allow"`,
+    /// `"confirm"`, `"deny"`) and `"tool"`. An allow gives `{"ok": true, "decision": "allow",
+    /// "tool", "args": {...}}`; a deny gives `{"ok": false, "decision": "deny", "tool", "error",
+    /// "metadata": {"blocked_by_policy": true, "stage", "operation_type", "effect",
+    /// "policy_source"}}`; a confirm (`"decision": "confirm"`) adds
     /// `"confirmation_required": true`, `"confirmation_fields"` and `"pending_call"`. An allow
     /// that advisory enforcement let through adds `"advisory": {"would_be", "stage",
     /// "reason"}` to its metadata.
@@ -326,6 +328,8 @@ impl Verdict {
             Decision::Deny | Decision::Confirm => {
                 let mut v = serde_json::json!({
                     "ok": false,
+                    "decision": self.decision,
+                    "tool": self.tool,
                     "error": self.reason,
                     "metadata": {
                         "blocked_by_policy": true,

@@ -558,6 +558,11 @@ impl Policy {
     ///
     /// `args` should be a JSON object; anything else is denied at stage `requires`.
     ///
+    /// This form trusts a confirmation field set to `true` without asking where it came from;
+    /// an agent runtime, where the model writes the arguments, uses
+    /// [`Policy::check_call_strict`] instead, so that only a confirmation of a pending call
+    /// counts.
+    ///
     /// # Errors
     ///
     /// [`RequestError`] as for [`Policy::offer`].
@@ -574,7 +579,9 @@ impl Policy {
 
     /// [`Policy::check_call`] for a call that answers a pending confirmation: when the call is
     /// confirmed, its tool and arguments (confirmation fields removed) must match `pending`'s
-    /// digest, or it is denied at stage `confirmation`.
+    /// digest, or it is denied at stage `confirmation`. A pending call that matches the call
+    /// presented exempts its tool from the intent stage. With `pending` `None`, a confirmation
+    /// field set to `true` is trusted: prefer [`Policy::check_call_strict`], which refuses it.
     ///
     /// # Errors
     ///
@@ -591,6 +598,105 @@ impl Policy {
         self.check_call_as(request, intent, turn, tool, args, pending, None)
     }
 
+    /// Judges one tool call for a caller that keeps the calls awaiting confirmation (the way to
+    /// integrate): a confirmation is trusted only against `pending`, the call the user was
+    /// asked about. Exactly [`Policy::check_call_with`], except that a call which needs
+    /// confirmation and carries a confirmation field set to `true` while `pending` is `None` is
+    /// denied at stage `confirmation` ("no call is awaiting confirmation"): the model cannot
+    /// confirm its own call. A call that needs no confirmation runs as usual (its confirmation
+    /// fields removed).
+    ///
+    /// The flow: a `confirm` verdict hands back [`Verdict::pending`]; keep it where the model
+    /// cannot write, ask the user, and on "yes" repeat the call with the confirmation field set
+    /// and `Some(&pending)`. While that pending call matches the call presented (same digest),
+    /// its tool is exempt from the intent stage, so a "yes" that classifies as another intent
+    /// still reaches it (stages 1–6 still apply).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwarden::{Decision, Policy, Request, Turn};
+    /// let policy = Policy::parse(
+    ///     "policy \"p\" version 1\neffects none, write\nmode agent { }\n\
+    ///      confirm fields \"confirmed\"\ntool send { effect write confirm always }\n",
+    ///     "p.warden",
+    /// ).unwrap();
+    /// let (request, intent) = (Request::new("agent"), policy.fallback_intent());
+    /// let mut turn = Turn::new();
+    /// // The model confirms its own call: denied, nobody asked the user.
+    /// let v = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob", "confirmed": true}), None).unwrap();
+    /// assert_eq!(v.decision, Decision::Deny);
+    /// // Asked first, then confirmed by the user: runs.
+    /// let held = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob"}), None).unwrap().pending.unwrap();
+    /// let v = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob", "confirmed": true}), Some(&held)).unwrap();
+    /// assert_eq!(v.decision, Decision::Allow);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call_strict(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_inner(request, intent, turn, tool, args, pending, None, true)
+    }
+
+    /// `args` without the policy's confirmation fields (`confirm fields`): what a model's own
+    /// call should be judged as before deciding whether to ask the user, so that a model that
+    /// writes `"confirmed": true` itself still reaches the human. Arguments that are not a
+    /// JSON object are returned unchanged (the guard denies them).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwarden::Policy;
+    /// let policy = Policy::parse(
+    ///     "policy \"p\"\neffects none\nmode m { }\nconfirm fields \"confirmed\", \"confirmation\"\n",
+    ///     "p.warden",
+    /// ).unwrap();
+    /// let args = json!({"id": 7, "confirmed": true, "confirmation": "yes"});
+    /// assert_eq!(policy.strip_confirmation(&args), json!({"id": 7}));
+    /// ```
+    pub fn strip_confirmation(&self, args: &Value) -> Value {
+        match args {
+            Value::Object(obj) => {
+                let fields = &self.tables().confirm_fields;
+                Value::Object(
+                    obj.iter()
+                        .filter(|(k, _)| !fields.iter().any(|f| **f == ***k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// Whether `pending` is awaiting confirmation of exactly this call (same digest over the
+    /// policy, the tool and the arguments without confirmation fields).
+    fn pending_matches(&self, pending: &PendingCall, tool: &str, args: &Value) -> bool {
+        let Some(obj) = args.as_object() else {
+            return false;
+        };
+        if pending.transaction_status != "AWAITING_CONFIRMATION" || pending.tool != tool {
+            return false;
+        }
+        let fields = &self.tables().confirm_fields;
+        let stripped: Map<String, Value> = obj
+            .iter()
+            .filter(|(k, _)| !fields.iter().any(|f| **f == ***k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        pending.digest == self.call_digest(tool, &stripped)
+    }
+
     /// [`Policy::check_call_with`], judging the tool as if its effect were `effect_override`
     /// when given (an effect index; used by `check_call_schema` when MCP annotations tighten
     /// the tool's own effect).
@@ -605,6 +711,51 @@ impl Policy {
         pending: Option<&PendingCall>,
         effect_override: Option<u8>,
     ) -> Result<Verdict, RequestError> {
+        self.check_call_inner(
+            request,
+            intent,
+            turn,
+            tool,
+            args,
+            pending,
+            effect_override,
+            false,
+        )
+    }
+
+    /// The guard itself. `strict`: a confirmation is trusted only against `pending`.
+    #[allow(clippy::too_many_arguments)]
+    fn check_call_inner(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        effect_override: Option<u8>,
+        strict: bool,
+    ) -> Result<Verdict, RequestError> {
+        // A confirmation in flight is exempt from the intent filter (seed 001's
+        // `force_tool_names`): when the pending call is this very call, its tool is forced for
+        // stage 7. Stages 1–6 still apply, and stage 10 still needs the literal confirmation.
+        let forced_request;
+        let request = match pending {
+            Some(p)
+                if !request.forced.iter().any(|f| f == tool)
+                    && self.pending_matches(p, tool, args) =>
+            {
+                let names: Vec<String> = request
+                    .forced
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(tool.to_string()))
+                    .collect();
+                forced_request = request.clone().forced(names);
+                &forced_request
+            }
+            _ => request,
+        };
         let bound = self.bind(request, intent)?;
         let t = self.tables();
         let d = self.decide_as(&bound, tool, effect_override);
@@ -741,6 +892,17 @@ impl Policy {
                     policy_version: self.version(),
                 });
                 return Ok(verdict);
+            }
+            if pending.is_none() && strict {
+                let reason = format!(
+                    "`{tool}` carries a confirmation, but no call is awaiting confirmation: only the user confirms, so call it without the confirmation field, ask the user, then repeat it with the pending call"
+                );
+                return Ok(deny(
+                    verdict,
+                    Stage::Confirmation,
+                    t.rule_confirm_fields,
+                    reason,
+                ));
             }
             if let Some(p) = pending {
                 let reason = if p.policy != self.name() || p.policy_version != self.version() {

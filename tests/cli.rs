@@ -274,6 +274,8 @@ fn guard_json_runs_an_approved_delete_and_blocks_another_tenant() {
         v,
         json!({
             "ok": false,
+            "decision": "deny",
+            "tool": "delete_invoice",
             "error": "argument `business_id` names tenant `b-7`, but this session's tenant is `b-42`",
             "metadata": {
                 "blocked_by_policy": true,

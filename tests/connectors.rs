@@ -215,6 +215,8 @@ fn check_call_blocks_a_connector_tool_that_was_never_offered() {
         out,
         json!({
             "ok": false,
+            "decision": "deny",
+            "tool": "mcp__github__delete_repo",
             "error": "Connector github is not enabled for this task",
             "metadata": {
                 "blocked_by_policy": true,

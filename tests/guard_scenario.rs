@@ -50,6 +50,8 @@ fn library_two_turn_confirmation_flow() {
         v.to_json(),
         json!({
             "ok": false,
+            "decision": "confirm",
+            "tool": "devolver_pedido",
             "error": "`devolver_pedido` needs confirmation: ask the user, then repeat the call with `confirmed` or `confirmation` set to true (`devolver_pedido` says `confirm always`)",
             "metadata": {
                 "blocked_by_policy": true,
@@ -289,6 +291,8 @@ fn cli_two_turn_flow_with_pending_and_turn_files() {
         out,
         json!({
             "ok": false,
+            "decision": "deny",
+            "tool": "devolver_pedido",
             "error": "the arguments of `devolver_pedido` differ from the call the user confirmed",
             "metadata": {
                 "blocked_by_policy": true,
@@ -334,7 +338,8 @@ fn cli_two_turn_flow_with_pending_and_turn_files() {
         r#"{"transactional_calls":1}"#
     );
 
-    // A second return in the same user turn: the turn limit.
+    // The same confirmed call replayed: its pending call was consumed, so nothing awaits
+    // confirmation and the replay is denied (only the user confirms, once).
     let (_, out) = guard(
         CONFIRM,
         r#"{"order_id": "123", "reason": "arrependimento", "confirmed": true}"#,
@@ -342,5 +347,8 @@ fn cli_two_turn_flow_with_pending_and_turn_files() {
         &turn,
     );
     assert_eq!(out["ok"], json!(false));
-    assert_eq!(out["metadata"]["stage"], json!("turn_limit"));
+    assert_eq!(out["metadata"]["stage"], json!("confirmation"));
+    assert!(out["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("no call is awaiting confirmation")));
 }

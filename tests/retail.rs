@@ -150,6 +150,8 @@ fn the_confirm_result_has_the_pending_call() {
         v.to_json(),
         json!({
             "ok": false,
+            "decision": "confirm",
+            "tool": "alterar_plano",
             "error": "`alterar_plano` needs confirmation: ask the user, then repeat the call with `confirmed` or `confirmation` set to true (`alterar_plano` says `confirm always`)",
             "metadata": {
                 "blocked_by_policy": true,
@@ -264,6 +266,8 @@ fn the_blocked_result_has_the_seed_shape() {
         v.to_json(),
         json!({
             "ok": false,
+            "decision": "deny",
+            "tool": "devolver_pedido",
             "error": "`devolver_pedido` requires arguments `order_id`, `reason`",
             "metadata": {
                 "blocked_by_policy": true,
@@ -281,6 +285,8 @@ fn the_blocked_result_has_the_seed_shape() {
         v.to_json(),
         json!({
             "ok": false,
+            "decision": "deny",
+            "tool": "cancelar_conta",
             "error": "`cancelar_conta` is not declared by the policy and unknown tools are denied",
             "metadata": {
                 "blocked_by_policy": true,

@@ -62,15 +62,70 @@ fn read_state(path: &Path, what: &str) -> Result<Option<String>, String> {
     }
 }
 
-/// Writes `text` to `path` through a temporary file and a rename, so a reader never sees half
-/// a file.
+/// Writes `text` to `path` through a uniquely named temporary file in the same folder and a
+/// rename, so a reader never sees half a file and two writers never share a temporary name.
 fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("cannot write {what} file `{}`: {e}", path.display()))
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let fail =
+        |e: &dyn std::fmt::Display| format!("cannot write {what} file `{}`: {e}", path.display());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".toolwarden-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| fail(&e))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| fail(&e))?;
+    tmp.persist(path).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// The lock file that guards a state file: `<path>.lock` beside it. It is never renamed or
+/// removed, so every process locks the same file whatever the state file's rename did.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".lock");
+    PathBuf::from(p)
+}
+
+/// Takes an exclusive lock on the lock file of each state file (in a fixed order, so two runs
+/// naming the same files never wait on each other in a cycle), blocking until it is free. The
+/// locks are held until the returned files are dropped: for the whole read, judge and write.
+fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
+    use fs4::fs_std::FileExt;
+    let mut locks: Vec<PathBuf> = paths.iter().map(|p| lock_path(p)).collect();
+    locks.sort();
+    locks.dedup();
+    let mut held = Vec::with_capacity(locks.len());
+    for lock in locks {
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        // A FIFO or device in the lock file's place must not block the open (it is refused
+        // below as not a regular file).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+        let file = options
+            .open(&lock)
+            .map_err(|e| format!("cannot open lock file `{}`: {e}", lock.display()))?;
+        if !file
+            .metadata()
+            .map_err(|e| format!("cannot read lock file `{}`: {e}", lock.display()))?
+            .is_file()
+        {
+            return Err(format!(
+                "lock file `{}` is not a regular file; delete it",
+                lock.display()
+            ));
+        }
+        file.lock_exclusive()
+            .map_err(|e| format!("cannot lock `{}`: {e}", lock.display()))?;
+        held.push(file);
+    }
+    Ok(held)
 }
 
 pub(crate) fn guard(
@@ -82,6 +137,13 @@ pub(crate) fn guard(
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
     let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
+    // One run at a time per state file, from reading it to writing it back: parallel runs see
+    // each other's counts and pending calls, so the turn limit holds across processes.
+    let state_files: Vec<&Path> = [call.pending.as_deref(), call.turn.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let _locks = lock_state(&state_files)?;
     let mut turn = match (&call.turn, call.new_turn) {
         (Some(path), false) => match read_state(path, "turn")? {
             Some(text) => serde_json::from_str::<Turn>(&text).map_err(|e| {
@@ -106,11 +168,32 @@ pub(crate) fn guard(
         },
         None => None,
     };
-    let verdict = match super::commands::auditor(log)? {
-        Some(mut a) => a
-            .check_call(
-                &policy,
-                1,
+    // With a pending file, the guard knows which call awaits confirmation: a confirmation is
+    // trusted only against it (strict). Without one, there is nothing to check it against.
+    let strict = call.pending.is_some();
+    let verdict = match (super::commands::auditor(log)?, strict) {
+        (Some(mut a), true) => a.check_call_strict(
+            &policy,
+            1,
+            &request,
+            &intent,
+            &mut turn,
+            &call.tool,
+            &args,
+            pending.as_ref(),
+        ),
+        (Some(mut a), false) => a.check_call(
+            &policy,
+            1,
+            &request,
+            &intent,
+            &mut turn,
+            &call.tool,
+            &args,
+            pending.as_ref(),
+        ),
+        (None, true) => policy
+            .check_call_strict(
                 &request,
                 &intent,
                 &mut turn,
@@ -118,8 +201,8 @@ pub(crate) fn guard(
                 &args,
                 pending.as_ref(),
             )
-            .map_err(|e| e.to_string())?,
-        None => policy
+            .map_err(Into::into),
+        (None, false) => policy
             .check_call_with(
                 &request,
                 &intent,
@@ -128,8 +211,9 @@ pub(crate) fn guard(
                 &args,
                 pending.as_ref(),
             )
-            .map_err(|e| e.to_string())?,
-    };
+            .map_err(Into::into),
+    }
+    .map_err(|e: toolwarden::audit::AuditError| e.to_string())?;
     let mut notes = Vec::new();
     if let Some(path) = &call.pending {
         match (verdict.decision, &verdict.pending) {

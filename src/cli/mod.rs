@@ -95,11 +95,14 @@ enum Command {
         #[arg(long, default_value = "{}")]
         args: String,
         /// A pending-call file: written when the call needs confirmation, read (and checked
-        /// against the call) when it exists, removed once the confirmed call is allowed.
+        /// against the call) when it exists, removed once the confirmed call is allowed. A
+        /// confirmed call with no pending call in FILE is denied: only the user confirms.
+        /// Locked (FILE.lock) for the whole run, like `--turn`.
         #[arg(long, value_name = "FILE")]
         pending: Option<PathBuf>,
         /// A turn-state file counting this user turn's transactional calls (created when
-        /// missing; delete it, or pass `--new-turn`, when a new user turn starts).
+        /// missing; delete it, or pass `--new-turn`, when a new user turn starts). Locked
+        /// (FILE.lock) from reading to writing, so parallel runs share one count.
         #[arg(long, value_name = "FILE")]
         turn: Option<PathBuf>,
         /// Start a new user turn: ignore the turn file's count.

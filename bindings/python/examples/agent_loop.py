@@ -8,9 +8,13 @@ Every user turn:
    with ``verdict.args_for_execution``; ``deny`` hands ``verdict.to_dict()`` (seed 004's blocked
    shape) back to the model as the tool result; ``confirm`` stores ``verdict.pending`` in the
    session and asks the user.
-3. On the next turn, a pending confirmation is reloaded from the session (plain JSON), its tool is
-   ``forced`` so that "yes" (a read-intent message) still reaches it, and the confirmed call is
-   judged against the pending call's digest: the user approved *this* call, not another one.
+3. Only the user confirms: the model's own confirmation fields are always stripped
+   (``policy.strip_confirmation``), so a model that sends ``"approve_writes": true`` is still
+   held for the user. On the next turn, a pending confirmation is reloaded from the session
+   (plain JSON); when the user said yes, the runtime sets the confirmation on the model's call
+   of that tool, and the call is judged against the pending call (``check_call`` is strict: a
+   confirmation counts only against it, and a matching pending call keeps its tool reachable
+   although "yes" classifies as a read): the user approved *this* call, not another one.
 
 The model is scripted (``ScriptedModel``) so the example runs without network or API key; swap in
 a real chat-completions client with the same ``respond(messages, tools)`` shape.
@@ -146,7 +150,9 @@ class GuardedAgent:
 
     def run_turn(self, session: Session, user_message: str) -> str:
         pending = toolwarden.PendingCall.from_dict(session.pending) if session.pending else None
-        # A confirmation in flight: its tool stays reachable whatever "yes" classifies as.
+        # The user's answer to "Shall I run ...? (yes/no)" (an app would use buttons).
+        user_said_yes = pending is not None and user_message.strip().lower() == "yes"
+        # A confirmation in flight: its tool stays offered whatever "yes" classifies as.
         request = self.request.with_forced([pending.tool]) if pending else self.request
         intent = self.policy.classify(user_message)
         offered = self.policy.offer(request, TOOLS, intent=intent)
@@ -160,9 +166,14 @@ class GuardedAgent:
             if "tool_calls" not in reply:
                 return reply["content"]
             for call in reply["tool_calls"]:
-                verdict = self.policy.check_call(
-                    request, call.name, call.arguments, turn=turn, pending=pending, intent=intent
-                )
+                try:
+                    args = self.policy.strip_confirmation(call.arguments)  # never the model's own
+                except ValueError as err:  # duplicate keys, deep nesting, not an object
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps({"ok": False, "error": str(err)})})
+                    continue
+                if user_said_yes and pending is not None and call.name == pending.tool:
+                    args["approve_writes"] = True  # the user's yes, set by the runtime
+                verdict = self.policy.check_call(request, call.name, args, turn=turn, pending=pending, intent=intent)
                 if verdict.decision == "allow":
                     result = FUNCTIONS[call.name](**verdict.args_for_execution)
                     if pending is not None and verdict.confirmation_received:
@@ -192,12 +203,13 @@ def main() -> Session:
                 ToolCall("c1", "get_invoice", '{"invoice_id": 7}'),
                 ToolCall("c2", "delete_invoice", '{"invoice_id": 8}'),
             ],
-            # Turn 2, "delete invoice 7": the delete is offered, but supervised mode holds it.
-            [ToolCall("c3", "delete_invoice", '{"invoice_id": 7}')],
-            # Turn 3, "yes": first a confirmed call with other arguments (refused), then the right one.
+            # Turn 2, "delete invoice 7": the delete is offered, but supervised mode holds it, even
+            # though the model approves its own call (the field is stripped).
+            [ToolCall("c3", "delete_invoice", '{"invoice_id": 7, "approve_writes": true}')],
+            # Turn 3, "yes": first the delete with other arguments (refused), then the held one.
             [
-                ToolCall("c4", "delete_invoice", '{"invoice_id": 8, "approve_writes": true}'),
-                ToolCall("c5", "delete_invoice", '{"invoice_id": 7, "approve_writes": true}'),
+                ToolCall("c4", "delete_invoice", '{"invoice_id": 8}'),
+                ToolCall("c5", "delete_invoice", '{"invoice_id": 7}'),
             ],
             # Turn 4, "thanks": nothing pending any more, no delete offered.
             [],

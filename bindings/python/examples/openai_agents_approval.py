@@ -2,13 +2,16 @@
 
 - ``offer``: before each user turn, the agent is cloned with only the tools the policy shows for
   this request and this message (``Agent.clone(tools=...)``).
-- ``needs_approval``: every tool's approval hook asks ``policy.check_call``; a ``confirm`` verdict
-  makes the SDK interrupt the run (``result.interruptions``) and the held call is remembered by
-  its ``call_id`` as a ``PendingCall``.
+- ``needs_approval``: every tool's approval hook asks ``policy.check_call`` about the call with
+  the model's own confirmation fields stripped (``policy.strip_confirmation``), so a model that
+  sends ``"confirmed": true`` itself still reaches the human; a ``confirm`` verdict makes the SDK
+  interrupt the run (``result.interruptions``) and the held call is remembered by its
+  ``call_id`` as a ``PendingCall``.
 - The tool body runs ``check_call`` again at execution, as the guard must: a call the user approved
-  (``RunState.approve``) is judged with the confirmation field set and the pending call's digest,
-  so only the very call the user saw runs; a denied call returns seed 004's blocked result to the
-  model instead of running.
+  (``RunState.approve``) is judged with the confirmation field set by the runtime and the
+  pending call's digest, so only the very call the user saw runs, and a confirmation with no
+  pending call is denied (``check_call`` is strict by default); a denied call returns seed 004's
+  blocked result to the model instead of running.
 
 The model is the SDK's own ``agents.testing.ScriptedModel`` and tracing is disabled, so nothing
 leaves the machine. Needs ``pip install openai-agents`` (tested with 0.24.0).
@@ -55,8 +58,11 @@ def guarded(fn: Callable[..., Any]) -> FunctionTool:
 
     async def needs_approval(ctx: RunContextWrapper[WardenContext], params: Dict[str, Any], call_id: str) -> bool:
         w = ctx.context
-        # A preview: a fresh Turn, so the hook never counts a call that has not run.
-        verdict = w.policy.check_call(w.request, name, params, query=w.query)
+        # The model's own confirmation fields never count: a model that sends "confirmed": true
+        # is judged as if it had not, so the call still reaches the human. A preview: a fresh
+        # Turn, so the hook never counts a call that has not run.
+        args = w.policy.strip_confirmation(params)
+        verdict = w.policy.check_call(w.request, name, args, query=w.query)
         if verdict.decision == "confirm":
             w.held[call_id] = verdict.pending.to_dict()
             w.log.append(f"hook {name}{json.dumps(params)}: confirm -> run interrupted")
@@ -65,11 +71,15 @@ def guarded(fn: Callable[..., Any]) -> FunctionTool:
 
     async def invoke(ctx: ToolContext[WardenContext], arguments: str) -> str:
         w = ctx.context
-        args = json.loads(arguments or "{}")
+        try:
+            args = w.policy.strip_confirmation(arguments or "{}")  # never the model's confirmation
+        except ValueError as err:  # duplicate keys, deep nesting, not an object: refused
+            return json.dumps({"ok": False, "error": str(err), "metadata": {"blocked_by_policy": True}})
         pending = w.held.pop(ctx.tool_call_id, None)
         if pending is not None:
             # The SDK runs a held call only after RunState.approve(): that is the user's "yes".
             args = {**args, "confirmed": True}
+        # Strict (the default): a confirmation counts only against the pending call.
         verdict = w.policy.check_call(w.request, name, args, turn=w.turn, pending=pending, query=w.query)
         w.log.append(f"tool {name}{arguments}: {verdict.decision}" + (f" at {verdict.stage}" if verdict.stage else ""))
         if verdict.decision != "allow":

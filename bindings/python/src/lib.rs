@@ -214,6 +214,19 @@ fn schema_keys(obj: &Bound<'_, PyAny>, path: &str) -> PyResult<Value> {
     Ok(Value::Object(out))
 }
 
+/// Call arguments: a dict, or the JSON text a model produced (parsed strictly: duplicate keys
+/// and deep nesting are refused).
+fn args_value(args: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if args.is_instance_of::<PyDict>() {
+        py_to_json(args, "args", 0)
+    } else if args.is_instance_of::<PyString>() {
+        let text = extract_str(args, "args")?;
+        toolwarden::parse_args(&text).map_err(|e| PyValueError::new_err(format!("args: {e}")))
+    } else {
+        Err(type_error("args", "a dict or JSON text (str)", args))
+    }
+}
+
 /// A `str` parameter, or a `TypeError` naming it.
 fn extract_str(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<String> {
     match obj.downcast::<PyString>() {
@@ -602,10 +615,31 @@ impl Intent {
 /// What one user turn has executed so far. Keep one per turn and pass it to every `check_call`
 /// of that turn: an allowed transactional call increments `transactional_calls`, and the
 /// policy's `limit transactional N per turn` denies calls beyond N.
-#[pyclass(eq, module = "toolwarden", name = "Turn")]
-#[derive(PartialEq)]
+///
+/// One `Turn` may be shared by threads: its count sits behind a lock that `check_call` holds
+/// from checking the limit to counting the call, so N threads calling at once run at most the
+/// limit's calls.
+#[pyclass(frozen, eq, module = "toolwarden", name = "Turn")]
 struct Turn {
-    inner: toolwarden::Turn,
+    inner: std::sync::Mutex<toolwarden::Turn>,
+}
+
+impl Turn {
+    /// The turn's state, locked. A lock poisoned by a panic keeps the last count written.
+    fn lock(&self) -> std::sync::MutexGuard<'_, toolwarden::Turn> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl PartialEq for Turn {
+    fn eq(&self, other: &Turn) -> bool {
+        // Copied one at a time: never two locks held at once.
+        let mine = self.lock().clone();
+        let theirs = other.lock().clone();
+        mine == theirs
+    }
 }
 
 #[pymethods]
@@ -614,27 +648,27 @@ impl Turn {
     #[pyo3(signature = (transactional_calls=0))]
     fn new(transactional_calls: u32) -> Turn {
         Turn {
-            inner: toolwarden::Turn {
+            inner: std::sync::Mutex::new(toolwarden::Turn {
                 transactional_calls,
-            },
+            }),
         }
     }
 
     /// Transactional (non-read-only) calls allowed so far in this turn.
     #[getter]
     fn transactional_calls(&self) -> u32 {
-        self.inner.transactional_calls
+        self.lock().transactional_calls
     }
 
     #[setter]
-    fn set_transactional_calls(&mut self, value: u32) {
-        self.inner.transactional_calls = value;
+    fn set_transactional_calls(&self, value: u32) {
+        self.lock().transactional_calls = value;
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Turn(transactional_calls={})",
-            self.inner.transactional_calls
+            self.lock().transactional_calls
         )
     }
 }
@@ -1263,10 +1297,17 @@ impl Policy {
     /// Judges one tool call the model made: stages 1–7 as in `offer`, then the tenant argument,
     /// required arguments, confirmation and the per-turn limit. `args` is a dict or the JSON
     /// text the model produced (parsed strictly: duplicate keys and deep nesting are refused).
-    /// `turn` (a `Turn`, updated in place) counts this turn's transactional calls; `pending` (a
-    /// `PendingCall` or its dict) is the confirmation this call answers. Raises `RequestError`,
-    /// `ValueError` for unacceptable JSON text, `TypeError` for wrong types.
-    #[pyo3(signature = (request, tool, args, turn=None, pending=None, query=None, intent=None))]
+    /// `turn` (a `Turn`, updated in place, atomically) counts this turn's transactional calls;
+    /// `pending` (a `PendingCall` or its dict) is the call awaiting the user's confirmation.
+    ///
+    /// `strict=True` (the default): a confirmation is trusted only against `pending`, so a call
+    /// that needs confirmation and carries a confirmation field while `pending` is `None` is
+    /// denied ("no call is awaiting confirmation"): the model cannot confirm its own call.
+    /// `strict=False` trusts a literal `True` confirmation field without a pending call. A
+    /// `pending` call that matches this call (same digest) exempts its tool from the intent
+    /// stage. Raises `RequestError`, `ValueError` for unacceptable JSON text, `TypeError` for
+    /// wrong types.
+    #[pyo3(signature = (request, tool, args, turn=None, pending=None, query=None, intent=None, *, strict=true))]
     #[allow(clippy::too_many_arguments)]
     fn check_call<'py>(
         &self,
@@ -1278,23 +1319,17 @@ impl Policy {
         pending: Option<&Bound<'py, PyAny>>,
         query: Option<&Bound<'py, PyAny>>,
         intent: Option<&Bound<'py, PyAny>>,
+        strict: bool,
     ) -> PyResult<Verdict> {
         let source = IntentSource::from_args(query, intent)?;
         let tool = extract_str(tool, "tool")?;
-        let args: Value = if args.is_instance_of::<PyDict>() {
-            py_to_json(args, "args", 0)?
-        } else if args.is_instance_of::<PyString>() {
-            let text = extract_str(args, "args")?;
-            toolwarden::parse_args(&text)
-                .map_err(|e| PyValueError::new_err(format!("args: {e}")))?
-        } else {
-            return Err(type_error("args", "a dict or JSON text (str)", args));
-        };
-        let turn: Option<Bound<'py, Turn>> = match turn.filter(|t| !t.is_none()) {
+        let args = args_value(args)?;
+        let turn: Option<Py<Turn>> = match turn.filter(|t| !t.is_none()) {
             Some(t) => Some(
                 t.downcast::<Turn>()
                     .map_err(|_| type_error("turn", "a Turn", t))?
-                    .clone(),
+                    .clone()
+                    .unbind(),
             ),
             None => None,
         };
@@ -1310,22 +1345,57 @@ impl Policy {
             }
             None => None,
         };
-        let mut state = match &turn {
-            Some(t) => t.try_borrow()?.inner.clone(),
-            None => toolwarden::Turn::new(),
-        };
         let request = &request.inner;
         let policy = &self.inner;
         let verdict = py
             .allow_threads(|| {
                 let intent = source.resolve(policy);
-                policy.check_call_with(request, &intent, &mut state, &tool, &args, pending.as_ref())
+                // The turn stays locked from the limit check to the count: atomic.
+                let mut fresh = toolwarden::Turn::new();
+                let mut locked = turn.as_ref().map(|t| t.get().lock());
+                let state = match locked.as_deref_mut() {
+                    Some(state) => state,
+                    None => &mut fresh,
+                };
+                if strict {
+                    policy.check_call_strict(
+                        request,
+                        &intent,
+                        state,
+                        &tool,
+                        &args,
+                        pending.as_ref(),
+                    )
+                } else {
+                    policy.check_call_with(request, &intent, state, &tool, &args, pending.as_ref())
+                }
             })
             .map_err(request_error)?;
-        if let Some(t) = &turn {
-            t.try_borrow_mut()?.inner = state;
-        }
         Ok(Verdict { inner: verdict })
+    }
+
+    /// `args` (a dict or JSON text) as a new dict without the policy's confirmation fields
+    /// (`confirm fields`): judge the model's own call with it before deciding whether to ask the
+    /// user, so a model that writes `"confirmed": True` itself still reaches the human. Raises
+    /// `ValueError` for text that is not a JSON object, `TypeError` for other types.
+    fn strip_confirmation<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        match self.inner.strip_confirmation(&args_value(args)?) {
+            Value::Object(map) => map_to_py(py, &map),
+            other => Err(PyValueError::new_err(format!(
+                "args must be a JSON object, not {}",
+                match other {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    _ => "null",
+                }
+            ))),
+        }
     }
 
     fn __repr__(&self) -> String {

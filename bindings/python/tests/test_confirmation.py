@@ -103,6 +103,8 @@ def test_the_retail_confirm_result_has_seed_004s_shape(retail):
     digest = v.pending.digest
     assert v.to_dict() == {
         "ok": False,
+        "decision": "confirm",
+        "tool": "alterar_plano",
         "error": "`alterar_plano` needs confirmation: ask the user, then repeat the call with "
         "`confirmed` or `confirmation` set to true (`alterar_plano` says `confirm always`)",
         "metadata": {
@@ -132,11 +134,14 @@ def test_one_transactional_call_per_turn_and_reads_never_count(retail):
     turn = toolwarden.Turn()
     v = retail.check_call(request, "consultar_plano", {}, turn=turn)
     assert v.decision == "allow" and turn.transactional_calls == 0
-    v = retail.check_call(request, "alterar_plano", '{"new_plan_id": "X", "confirmation": true}', turn=turn)
+    held = retail.check_call(request, "alterar_plano", '{"new_plan_id": "X"}', turn=turn).pending
+    v = retail.check_call(
+        request, "alterar_plano", '{"new_plan_id": "X", "confirmation": true}', turn=turn, pending=held
+    )
     assert v.decision == "allow" and v.args_for_execution == {"new_plan_id": "X"}
     assert turn.transactional_calls == 1
     v = retail.check_call(
-        request, "devolver_pedido", {"order_id": 1, "reason": "r", "confirmed": True}, turn=turn
+        request, "devolver_pedido", {"order_id": 1, "reason": "r", "confirmed": True}, turn=turn, strict=False
     )
     assert (v.decision, v.stage) == ("deny", "turn_limit")
     assert turn.transactional_calls == 1
@@ -155,3 +160,81 @@ def test_a_malformed_pending_call_is_a_value_error(retail):
         retail.check_call(toolwarden.Request(), "alterar_plano", {}, pending={"tool": "x"})
     with pytest.raises(ValueError, match="data is not a pending call"):
         toolwarden.PendingCall.from_dict({"tool": "x", "extra": 1})
+
+
+NO_PENDING = (
+    "`devolver_pedido` carries a confirmation, but no call is awaiting confirmation: only the user "
+    "confirms, so call it without the confirmation field, ask the user, then repeat it with the "
+    "pending call"
+)
+
+
+def test_a_confirmation_with_no_pending_call_is_denied_by_default(retail):
+    request = toolwarden.Request()
+    args = {"order_id": "123", "reason": "r", "confirmed": True}
+    turn = toolwarden.Turn()
+    v = retail.check_call(request, "devolver_pedido", args, turn=turn)
+    assert (v.decision, v.stage, v.reason) == ("deny", "confirmation", NO_PENDING)
+    assert turn.transactional_calls == 0
+    # The runtime's way: ask (no confirmation field), keep the pending call, confirm against it.
+    held = retail.check_call(request, "devolver_pedido", retail.strip_confirmation(args), turn=turn)
+    assert held.decision == "confirm"
+    v = retail.check_call(request, "devolver_pedido", args, turn=turn, pending=held.pending)
+    assert (v.decision, v.args_for_execution) == ("allow", {"order_id": "123", "reason": "r"})
+    assert turn.transactional_calls == 1
+    # Opting out trusts the literal True (for callers with no model in the loop).
+    v = retail.check_call(request, "devolver_pedido", args, strict=False)
+    assert v.decision == "allow"
+
+
+def test_strip_confirmation_removes_only_the_confirm_fields(finance, retail):
+    assert finance.strip_confirmation(
+        {"invoice_id": 7, "approve_writes": True, "confirmed": "true", "confirmation": True}
+    ) == {"invoice_id": 7, "confirmation": True}
+    assert retail.strip_confirmation('{"order_id": 1, "confirmation": true}') == {"order_id": 1}
+    original = {"order_id": 1, "confirmed": True}
+    retail.strip_confirmation(original)
+    assert original == {"order_id": 1, "confirmed": True}, "a new dict; the input is untouched"
+    with pytest.raises(ValueError, match="args must be a JSON object, not an array"):
+        retail.strip_confirmation("[1]")
+    with pytest.raises(TypeError, match="args must be a dict or JSON text"):
+        retail.strip_confirmation([1])
+    with pytest.raises(ValueError, match="duplicate key"):
+        retail.strip_confirmation('{"confirmed": false, "confirmed": true}')
+
+
+def test_a_pending_call_reaches_its_tool_when_yes_classifies_as_read(finance):
+    request = toolwarden.Request(mode="supervised", **ADMIN)
+    args = {"customer_id": "c-12", "amount": 100}
+    held = finance.check_call(request, "create_invoice", args, query="create a new invoice").pending
+    confirmed = {**args, "approve_writes": True}
+    # "yes" is a read: without the pending call, the write is denied at the intent stage...
+    v = finance.check_call(request, "create_invoice", confirmed, query="yes")
+    assert (v.decision, v.stage) == ("deny", "intent")
+    # ...with it, and no `forced` names, the very call reaches the confirmation and runs.
+    turn = toolwarden.Turn()
+    v = finance.check_call(request, "create_invoice", confirmed, turn=turn, pending=held, query="yes")
+    assert (v.decision, v.args_for_execution) == ("allow", args)
+    assert turn.transactional_calls == 1
+    # Other arguments are another call: stage 7 still denies them.
+    v = finance.check_call(
+        request, "create_invoice", {**confirmed, "amount": 1}, pending=held, query="yes"
+    )
+    assert (v.decision, v.stage) == ("deny", "intent")
+    # Stages 1-6 still apply: analyzer mode's ceiling.
+    analyzer = toolwarden.Request(mode="analyzer", **ADMIN)
+    v = finance.check_call(analyzer, "create_invoice", confirmed, pending=held, query="yes")
+    assert (v.decision, v.stage) == ("deny", "mode")
+
+
+def test_every_verdict_dict_carries_decision_and_tool(retail):
+    request = toolwarden.Request()
+    for tool, args, decision in [
+        ("consultar_plano", {}, "allow"),
+        ("alterar_plano", {"new_plan_id": "X"}, "confirm"),
+        ("devolver_pedido", {}, "deny"),
+        ("cancelar_conta", {}, "deny"),
+    ]:
+        out = retail.check_call(request, tool, args).to_dict()
+        assert (out["decision"], out["tool"]) == (decision, tool)
+        assert json.loads(retail.check_call(request, tool, args).to_json())["decision"] == decision

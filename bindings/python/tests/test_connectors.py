@@ -76,6 +76,8 @@ def test_check_call_blocks_a_connector_tool_that_was_never_offered(connectors):
     assert v.args_for_execution is None
     assert v.to_dict() == {
         "ok": False,
+        "decision": "deny",
+        "tool": "mcp__github__delete_repo",
         "error": "Connector github is not enabled for this task",
         "metadata": {
             "blocked_by_policy": True,

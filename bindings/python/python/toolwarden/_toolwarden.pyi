@@ -147,7 +147,8 @@ class Intent:
 
 @final
 class Turn:
-    """What one user turn has executed so far; ``check_call`` updates it in place."""
+    """What one user turn has executed so far; ``check_call`` updates it in place, atomically
+    (threads may share one ``Turn``: the limit check and the count happen under one lock)."""
 
     transactional_calls: int
     def __new__(cls, transactional_calls: int = 0) -> Turn: ...
@@ -297,6 +298,14 @@ class Policy:
         pending: Union[PendingCall, Dict[str, Any], None] = None,
         query: Optional[str] = None,
         intent: _IntentArg = None,
+        *,
+        strict: bool = True,
     ) -> Verdict:
-        """Judges one call. ``args`` may be the model's JSON text. Raises ``RequestError``,
-        ``ValueError`` (bad JSON text), ``TypeError``."""
+        """Judges one call. ``args`` may be the model's JSON text. With ``strict`` (the default)
+        a confirmation is trusted only against ``pending``: a confirmed call with no pending
+        call is denied. A ``pending`` call matching this call exempts its tool from the intent
+        stage. Raises ``RequestError``, ``ValueError`` (bad JSON text), ``TypeError``."""
+    def strip_confirmation(self, args: Union[Dict[str, Any], str]) -> Dict[str, Any]:
+        """A new dict of ``args`` without the policy's ``confirm fields``: judge the model's own
+        call with it, so that a model confirming itself still reaches the user. Raises
+        ``ValueError`` (text that is not a JSON object), ``TypeError``."""
