@@ -6,7 +6,8 @@
 //!
 //! - Every `tools/call` is judged: with an id, with `"id": null`, without an id (a
 //!   notification: refused ones are not forwarded and only logged and audited), and each one
-//!   inside a batch. What goes to the server is the judged message, serialized again.
+//!   inside a batch (a batch is split: each element is judged, forwarded and answered on its
+//!   own). What goes to the server is the judged message, serialized again.
 //! - Before the first call is judged the proxy has the server's tools: after the client's
 //!   `notifications/initialized` (and after every `notifications/tools/list_changed`) it lists
 //!   them itself, with ids of its own ([`OWN_ID_PREFIX`]), following `nextCursor`. Calls that
@@ -217,18 +218,12 @@ impl Session {
                     ));
                     return;
                 }
-                let mut forward = Vec::new();
-                let mut answers = Vec::new();
+                // Each element is judged and sent on its own (MCP since 2025-06-18 has no
+                // batches, so a server may not read one); its answer comes on its own too.
                 for item in items {
                     let (f, a) = self.client_item(item, out, not_ready, &mut start_listing);
-                    forward.extend(f);
-                    answers.extend(a);
-                }
-                if !forward.is_empty() {
-                    out.to_server.push(Value::Array(forward));
-                }
-                if !answers.is_empty() {
-                    out.to_client.push(Value::Array(answers));
+                    out.to_server.extend(f);
+                    out.to_client.extend(a);
                 }
             }
             msg => {
@@ -472,12 +467,10 @@ impl Session {
         };
         match msg {
             Value::Array(items) => {
-                let mut forward = Vec::new();
                 for item in items {
-                    forward.extend(self.server_item(item, &mut out));
-                }
-                if !forward.is_empty() {
-                    out.to_client.push(Value::Array(forward));
+                    if let Some(m) = self.server_item(item, &mut out) {
+                        out.to_client.push(m);
+                    }
                 }
             }
             msg => {
