@@ -52,10 +52,10 @@ fn the_proxy_lists_every_page_itself_after_the_handshake_and_never_shows_it_the_
 #[test]
 fn a_call_before_the_listing_waits_for_it_and_is_then_judged() {
     let mut h = Harness::new(false);
-    h.client_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
     h.client_json(&call(json!(1), "sneaky", json!({})));
     h.client_json(&call(json!(2), "echo", json!({})));
     assert_eq!(h.waits, [0]);
+    h.client_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
     assert!(h.calls_received().is_empty());
     h.client_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let received: Vec<&Value> = h.calls_received();
@@ -223,5 +223,16 @@ fn batches_are_split_and_each_call_judged() {
             (json!(1), Value::Null),
         ]
     );
+    h.check();
+}
+
+#[test]
+fn a_client_that_skips_the_initialized_notification_gets_the_listing_at_its_first_call() {
+    let mut h = Harness::new(false);
+    h.client_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
+    assert!(!h.session.tools_known());
+    h.client_json(&call(json!(1), "echo", json!({})));
+    assert!(h.session.tools_known());
+    assert_eq!(h.calls_received().len(), 1);
     h.check();
 }

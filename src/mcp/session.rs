@@ -10,7 +10,9 @@
 //!   own). What goes to the server is the judged message, serialized again.
 //! - Before the first call is judged the proxy has the server's tools: after the client's
 //!   `notifications/initialized` (and after every `notifications/tools/list_changed`) it lists
-//!   them itself, with ids of its own ([`OWN_ID_PREFIX`]), following `nextCursor`. Calls that
+//!   them itself, with ids of its own ([`OWN_ID_PREFIX`]), following `nextCursor`; a client
+//!   that calls a tool without sending `notifications/initialized` gets the listing as soon as
+//!   the server has answered its `initialize`. Calls that
 //!   arrive meanwhile wait; a listing that fails, or a wait that ends
 //!   ([`Session::wait_expired`]), refuses them (fail closed).
 //! - Every `tools/list` result is filtered: responses are matched to the client's requests by
@@ -82,6 +84,10 @@ pub struct Session {
     told: HashSet<String>,
     /// Set in advisory mode once an audit write failed: no call is forwarded any more.
     halted: Option<String>,
+    /// The ids of the client's `initialize` requests not yet answered.
+    initialize_ids: HashSet<IdKey>,
+    /// Whether the server answered an `initialize`.
+    server_initialized: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -115,6 +121,8 @@ impl Session {
             wait_generation: 0,
             told: HashSet::new(),
             halted: None,
+            initialize_ids: HashSet::new(),
+            server_initialized: false,
         }
     }
 
@@ -170,6 +178,11 @@ impl Session {
             out.wait = Some(self.wait_generation);
         }
         self.waiting.push_back(msg);
+        // A client that calls tools before it sent `notifications/initialized`, once the server
+        // has answered `initialize`: list now rather than make the call wait in vain.
+        if matches!(self.listing, Listing::NotStarted) && self.server_initialized {
+            self.start_listing(out);
+        }
     }
 
     /// Ends the wait numbered `generation` (from [`Outcome::wait`]): the client messages still
@@ -313,6 +326,12 @@ impl Session {
             Some("tools/list") => {
                 if let Some(key) = id.as_ref().and_then(IdKey::of) {
                     *self.list_ids.entry(key).or_default() += 1;
+                }
+                (Some(Value::Object(obj)), None)
+            }
+            Some("initialize") => {
+                if let Some(key) = id.as_ref().and_then(IdKey::of) {
+                    self.initialize_ids.insert(key);
                 }
                 (Some(Value::Object(obj)), None)
             }
@@ -507,6 +526,11 @@ impl Session {
         if is_own_id(&id) {
             self.own_list_response(&id, msg, out);
             return None;
+        }
+        if let Some(key) = IdKey::of(&id) {
+            if self.initialize_ids.remove(&key) && obj.contains_key("result") {
+                self.server_initialized = true;
+            }
         }
         let matched = match IdKey::of(&id).and_then(|k| self.list_ids.get_mut(&k).map(|n| (k, n))) {
             Some((key, n)) => {
