@@ -34,6 +34,8 @@ use crate::mcp::record::{AuditSink, CallRecord};
 
 /// At most this many client messages wait for the server's tool list; more are refused.
 pub const MAX_WAITING: usize = 1024;
+/// At most this many distinct ids of the client's `tools/list` requests are awaited at once.
+pub const MAX_LIST_REQUESTS: usize = 4096;
 /// At most this many pages of the server's tool list are read; a longer list is a failure.
 pub const MAX_LIST_PAGES: usize = 1000;
 
@@ -324,8 +326,12 @@ impl Session {
         match method.as_deref() {
             Some("tools/call") => self.client_call(obj, id.as_ref(), out, not_ready),
             Some("tools/list") => {
+                // Bounded: past the cap a request is not counted, and its answer is filtered
+                // all the same when it carries a `tools` array.
                 if let Some(key) = id.as_ref().and_then(IdKey::of) {
-                    *self.list_ids.entry(key).or_default() += 1;
+                    if self.list_ids.len() < MAX_LIST_REQUESTS || self.list_ids.contains_key(&key) {
+                        *self.list_ids.entry(key).or_default() += 1;
+                    }
                 }
                 (Some(Value::Object(obj)), None)
             }
