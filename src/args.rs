@@ -41,34 +41,71 @@ pub enum ArgsError {
 ///
 /// [`ArgsError`] saying what is wrong and where.
 pub fn parse_args(text: &str) -> Result<Value, ArgsError> {
-    if text.len() > limits::MAX_ARGS_BYTES {
-        return Err(ArgsError::TooLarge {
+    parse_strict(
+        text.as_bytes(),
+        limits::MAX_ARGS_BYTES,
+        limits::MAX_ARGS_DEPTH,
+    )
+    .map_err(|e| match e {
+        StrictError::TooLarge { len, max } => ArgsError::TooLarge { len, max },
+        StrictError::Syntax(m) | StrictError::Refused(m) => ArgsError::Invalid(m),
+    })
+}
+
+/// Why [`parse_strict`] rejected a text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StrictError {
+    /// Longer than the byte cap.
+    TooLarge { len: usize, max: usize },
+    /// Not JSON at all (or not UTF-8, or cut short), with line and column.
+    Syntax(String),
+    /// JSON, but refused: a duplicated key or nesting over the depth cap, with line and column.
+    Refused(String),
+}
+
+/// The strict parse behind [`parse_args`] with the caller's caps: at most `max_bytes` bytes, no
+/// duplicated key in any object, nesting at most `max_depth` deep (a scalar is depth 0). Used
+/// for whole MCP messages too (`crate::mcp::message`), so one parser decides what every
+/// reader of a message sees.
+pub(crate) fn parse_strict(
+    text: &[u8],
+    max_bytes: usize,
+    max_depth: usize,
+) -> Result<Value, StrictError> {
+    if text.len() > max_bytes {
+        return Err(StrictError::TooLarge {
             len: text.len(),
-            max: limits::MAX_ARGS_BYTES,
+            max: max_bytes,
         });
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = Strict { depth: 0 }
-        .deserialize(&mut de)
-        .map_err(|e| ArgsError::Invalid(e.to_string()))?;
-    de.end().map_err(|e| ArgsError::Invalid(e.to_string()))?;
+    let classify = |e: serde_json::Error| match e.classify() {
+        serde_json::error::Category::Data => StrictError::Refused(e.to_string()),
+        _ => StrictError::Syntax(e.to_string()),
+    };
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let value = Strict {
+        depth: 0,
+        max: max_depth,
+    }
+    .deserialize(&mut de)
+    .map_err(classify)?;
+    de.end().map_err(classify)?;
     Ok(value)
 }
 
 struct Strict {
     depth: usize,
+    max: usize,
 }
 
 impl Strict {
     fn deeper<E: de::Error>(&self) -> Result<Strict, E> {
-        if self.depth + 1 > limits::MAX_ARGS_DEPTH {
-            return Err(E::custom(format!(
-                "nested deeper than {} levels",
-                limits::MAX_ARGS_DEPTH
-            )));
+        if self.depth + 1 > self.max {
+            return Err(E::custom(format!("nested deeper than {} levels", self.max)));
         }
         Ok(Strict {
             depth: self.depth + 1,
+            max: self.max,
         })
     }
 }
@@ -123,7 +160,10 @@ impl<'de> Visitor<'de> for Strict {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let inner = self.deeper()?;
         let mut out = Vec::new();
-        while let Some(v) = seq.next_element_seed(Strict { depth: inner.depth })? {
+        while let Some(v) = seq.next_element_seed(Strict {
+            depth: inner.depth,
+            max: inner.max,
+        })? {
             out.push(v);
         }
         Ok(Value::Array(out))
@@ -136,7 +176,10 @@ impl<'de> Visitor<'de> for Strict {
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!("duplicate key `{key}`")));
             }
-            let v = map.next_value_seed(Strict { depth: inner.depth })?;
+            let v = map.next_value_seed(Strict {
+                depth: inner.depth,
+                max: inner.max,
+            })?;
             out.insert(key, v);
         }
         Ok(Value::Object(out))

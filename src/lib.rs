@@ -58,6 +58,7 @@ mod eval;
 pub mod fmt;
 pub mod import;
 pub mod limits;
+pub mod mcp;
 mod policy;
 mod schemas;
 pub mod syntax;

@@ -2,41 +2,34 @@
 //! tests/fixtures/proxy/sdk_client.py) in front of the fake server of tests/proxy.rs.
 //!
 //! The Python interpreter comes from `TOOLWARDEN_PYTHON_MCP` (.ci/run installs the SDK into the
-//! venv `.ci/py` and sets it), else `.ci/py/bin/python`. Without an interpreter that can
-//! `import mcp`, the test prints why and passes; with the variable set it must work.
+//! venv `.ci/py` and sets it), else `.ci/py/bin/python`. The test is ignored by a plain `cargo
+//! test` (reported as ignored, never as passed); .ci/run runs it with `--include-ignored` once
+//! the SDK is installed, and an interpreter that cannot `import mcp` fails it.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-fn python() -> Option<PathBuf> {
-    let (path, required) = match std::env::var_os("TOOLWARDEN_PYTHON_MCP") {
-        Some(p) => (PathBuf::from(p), true),
-        None => (
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/py/bin/python"),
-            false,
-        ),
+fn python() -> PathBuf {
+    let path = match std::env::var_os("TOOLWARDEN_PYTHON_MCP") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/py/bin/python"),
     };
     let imports = Command::new(&path)
         .args(["-c", "import mcp.client.stdio"])
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
-        imports || !required,
-        "TOOLWARDEN_PYTHON_MCP={} cannot import the mcp SDK",
+        imports,
+        "no Python with the `mcp` SDK at {} (run .ci/run, or set TOOLWARDEN_PYTHON_MCP)",
         path.display()
     );
-    if !imports {
-        eprintln!(
-            "skipped: no Python with the `mcp` SDK at {} (run .ci/run, or set TOOLWARDEN_PYTHON_MCP)",
-            path.display()
-        );
-    }
-    imports.then_some(path)
+    path
 }
 
 #[test]
+#[ignore = "needs the Python MCP SDK (PyPI `mcp`); .ci/run installs it and runs this"]
 fn the_python_sdk_client_sees_filtering_refusals_confirmation_and_unknown_tools() {
-    let Some(python) = python() else { return };
+    let python = python();
     let out = Command::new(&python)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args([

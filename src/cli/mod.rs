@@ -208,8 +208,8 @@ enum Command {
         /// Append one JSON line per decision to FILE (flushed per line).
         #[arg(long, value_name = "FILE")]
         audit: Option<std::path::PathBuf>,
-        /// Log decisions but hide nothing and forward every call.
-        #[arg(long)]
+        /// Log decisions but hide nothing and forward every call. Needs `--audit`.
+        #[arg(long, requires = "audit")]
         advisory: bool,
         /// The server command and its arguments, after `--`.
         #[arg(last = true, required = true, value_name = "COMMAND")]
