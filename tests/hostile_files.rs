@@ -3,7 +3,7 @@
 //! FIFO. Each CLI run is a child process with a deadline: one that would hang is killed and
 //! fails the test instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -144,5 +144,155 @@ fn a_one_mib_keyword_renders_a_bounded_window() {
 ",
             underline = "─".repeat(100)
         )
+    );
+}
+
+/// A FIFO at `path` (no writer ever opens it: a reader that blocks on it blocks for good).
+fn fifo(path: &Path) -> String {
+    let c = std::ffi::CString::new(path.to_string_lossy().as_bytes()).expect("path");
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", path.display());
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn check_refuses_a_fifo_policy_without_blocking() {
+    let dir = TempDir::new("fifo-check");
+    let p = fifo(&dir.path("p.warden"));
+    let (code, out, err) = run(&["check", &p]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            2,
+            "",
+            format!("error: cannot read `{p}`: not a regular file (a FIFO)\n").as_str()
+        )
+    );
+}
+
+#[test]
+fn an_include_of_a_fifo_is_an_error_not_a_hang() {
+    let dir = TempDir::new("fifo-include");
+    fifo(&dir.path("inc.warden"));
+    let main = dir.path("main.warden");
+    std::fs::write(
+        &main,
+        "policy \"m\" version 1\neffects none\nmode m { }\ninclude \"inc.warden\"\n",
+    )
+    .expect("write");
+    let (code, out, err) = run(&["check", &main.to_string_lossy()]);
+    assert_eq!((code, err.as_str()), (1, ""));
+    // The message wraps at 100 columns; its words are all there.
+    let words: Vec<&str> = out.split_whitespace().filter(|w| *w != "│").collect();
+    let expected = format!(
+        "× cannot read included file `{}`: not a regular file (a FIFO)",
+        dir.path("inc.warden").display()
+    );
+    assert!(words.join(" ").starts_with(&expected), "{out}");
+}
+
+#[test]
+fn guard_state_files_that_are_fifos_are_refused() {
+    let dir = TempDir::new("fifo-guard");
+    for (flag, what) in [("--pending", "pending"), ("--turn", "turn")] {
+        let f = fifo(&dir.path(&format!("{what}.json")));
+        let (code, out, err) = run(&[
+            "guard",
+            "-p",
+            "policies/retail.warden",
+            "--tool",
+            "devolver_pedido",
+            "--args",
+            "{}",
+            flag,
+            &f,
+        ]);
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (
+                2,
+                "",
+                format!("error: cannot read {what} file `{f}`: not a regular file (a FIFO)\n")
+                    .as_str()
+            )
+        );
+    }
+}
+
+#[test]
+fn a_fifo_tools_file_or_eval_file_is_refused() {
+    let dir = TempDir::new("fifo-data");
+    let tools = fifo(&dir.path("tools.json"));
+    let (code, out, err) = run(&[
+        "offer",
+        "-p",
+        "policies/finance.warden",
+        "--tools-file",
+        &tools,
+    ]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            2,
+            "",
+            format!("error: cannot read tools file `{tools}`: not a regular file (a FIFO)\n")
+                .as_str()
+        )
+    );
+    let eval = fifo(&dir.path("eval.jsonl"));
+    let (code, out, err) = run(&["classify", "-p", "policies/finance.warden", "--eval", &eval]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (
+            2,
+            "",
+            format!("error: cannot read `{eval}`: not a regular file (a FIFO)\n").as_str()
+        )
+    );
+}
+
+#[test]
+fn a_fifo_test_file_fails_as_a_file_error() {
+    let dir = TempDir::new("fifo-test");
+    std::fs::create_dir_all(dir.path("suite")).expect("dir");
+    let given = fifo(&dir.path("f.test.yaml"));
+    let found = fifo(&dir.path("suite/x.test.yaml"));
+    for (arg, file) in [
+        (given.clone(), given.clone()),
+        (
+            dir.path("suite").to_string_lossy().into_owned(),
+            found.clone(),
+        ),
+    ] {
+        let (code, out, _) = run(&["test", &arg]);
+        assert_eq!(
+            (code, out.as_str()),
+            (
+                1,
+                format!(
+                    "ERROR {file}: cannot read: not a regular file (a FIFO)\n0 passed, 1 failed\n"
+                )
+                .as_str()
+            )
+        );
+    }
+}
+
+#[test]
+fn a_fifo_yaml_policy_is_refused_by_import_and_load() {
+    let dir = TempDir::new("fifo-yaml");
+    let y = fifo(&dir.path("p.yaml"));
+    let (code, out, err) = run(&["import", "yaml", &y]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(
+        err.contains(&format!("cannot read `{y}`: not a regular file (a FIFO)")),
+        "{err}"
+    );
+    let (code, out, err) = run(&["offer", "-p", &y]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert!(
+        err.contains(&format!("cannot read `{y}`: not a regular file (a FIFO)")),
+        "{err}"
     );
 }

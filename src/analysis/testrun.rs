@@ -194,7 +194,12 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut stack = vec![p.clone()];
+            // A symlink back up the tree is searched once, not forever.
+            let mut seen = std::collections::HashSet::new();
             while let Some(dir) = stack.pop() {
+                if !seen.insert(std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone())) {
+                    continue;
+                }
                 let entries = std::fs::read_dir(&dir)
                     .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?;
                 for e in entries.flatten() {
@@ -217,7 +222,8 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                     }
                 }
             }
-        } else if p.is_file() {
+        } else if p.exists() {
+            // Read (or refused, when not a regular file) as given.
             out.push(p.clone());
         } else {
             return Err(format!("no such file or directory `{}`", p.display()));
@@ -419,7 +425,7 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
         error: None,
         uncovered: None,
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::limits::read_text(path, crate::limits::MAX_POLICY_BYTES) {
         Ok(t) => t,
         Err(e) => {
             report.error = Some(format!("{file}: cannot read: {e}"));
