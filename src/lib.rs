@@ -59,6 +59,7 @@ pub mod fmt;
 pub mod import;
 pub mod limits;
 mod policy;
+mod relation;
 mod schemas;
 pub mod syntax;
 pub mod watch;

@@ -44,6 +44,19 @@ pub const MAX_ARGS_DEPTH: usize = 64;
 /// Longest argument text [`crate::parse_args`] accepts, in bytes (1 MiB).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 
+/// Most roles a policy may declare. Each role is compiled with the set of the roles it
+/// includes, so the tables grow with the square of the count (at most 75 MiB here).
+pub const MAX_ROLES: usize = 25_000;
+
+/// Most permissions a policy may declare (named in `permission` or `requires`). Each is
+/// compiled with the set of the permissions it implies, as for [`MAX_ROLES`].
+pub const MAX_PERMISSIONS: usize = 25_000;
+
+/// Deepest nesting accepted in YAML text (`tool_policies.yaml`, `tools.yaml`, test files):
+/// levels of block indentation and of `[` / `{` together. Deeper text is refused, with its
+/// position, before the YAML parser reads it.
+pub const MAX_YAML_DEPTH: usize = 64;
+
 /// Most distinct files one policy may include, all levels together.
 pub const MAX_INCLUDED_FILES: usize = 256;
 
