@@ -239,6 +239,46 @@ mod tests {
         text.split_inclusive('\n').take(line).map(str::len).sum()
     }
 
+    /// The nesting of a parsed value: a scalar is 0, a sequence or mapping one more than its
+    /// deepest member.
+    fn value_depth(v: &serde_yaml::Value) -> usize {
+        match v {
+            serde_yaml::Value::Sequence(s) => 1 + s.iter().map(value_depth).max().unwrap_or(0),
+            serde_yaml::Value::Mapping(m) => {
+                1 + m
+                    .iter()
+                    .map(|(k, v)| value_depth(k).max(value_depth(v)))
+                    .max()
+                    .unwrap_or(0)
+            }
+            serde_yaml::Value::Tagged(t) => value_depth(&t.value),
+            _ => 0,
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 3000, .. proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Text the pre-scan lets through at depth `k` never parses to a value nested deeper.
+        #[test]
+        fn the_pre_scan_never_under_counts(
+            tokens in proptest::collection::vec(proptest::sample::select(vec![
+                "[", "]", "{", "}", ", ", ",", ": ", ":", "- ", "? ", "\n", "  ", " ", "'", "\"",
+                "''", "\\", " #", "#", "a", "b", "|", ">", "&x ", "*x", "!t ", "\t",
+            ]), 0..60),
+            k in 1usize..8,
+        ) {
+            let text: String = tokens.concat();
+            if too_deep(&text, k).is_none() {
+                if let Ok(v) = serde_yaml::from_str::<serde_yaml::Value>(&text) {
+                    proptest::prop_assert!(value_depth(&v) <= k, "{text:?}: {}", value_depth(&v));
+                }
+            }
+        }
+    }
+
     #[test]
     fn positions_are_one_based_in_characters() {
         assert_eq!(line_column("ab\ncé[", 6), (2, 3));
