@@ -7,8 +7,9 @@
 //! A reload that fails (any error diagnostic) never replaces the policy being served: readers go
 //! on seeing the last good one, the failure is reported through the callback, and
 //! [`PolicyWatcher::generation`] does not move. A reload that panics (in loading, or in the
-//! callback) is one failed reload too: it is counted as rejected, the last good policy stays
-//! served, and later edits are reloaded as before. Readers take a [`Snapshot`] (`Arc`) through an
+//! callback of a rejected edit) is one failed reload too: it is counted as rejected, the last
+//! good policy stays served, and later edits are reloaded as before. A callback that panics
+//! after a successful reload leaves the new policy served. Readers take a [`Snapshot`] (`Arc`) through an
 //! [`arc_swap::ArcSwap`], so a reader holds either the old policy or the new one, fully built,
 //! never a mix; a reader never waits for a reload.
 //!
@@ -236,10 +237,16 @@ impl Shared {
     fn reload(&self) -> Result<u64, PolicyError> {
         // A poisoned lock only means an earlier callback panicked; reloading stays safe.
         let mut callback = self.reload.lock().unwrap_or_else(|e| e.into_inner());
+        let before = self.generation.load(Ordering::SeqCst);
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.reload_with(&mut callback)
         }));
         attempt.unwrap_or_else(|panic| {
+            // The callback of a successful reload panicked: the new policy is served.
+            let now = self.generation.load(Ordering::SeqCst);
+            if now != before {
+                return Ok(now);
+            }
             self.rejected.fetch_add(1, Ordering::SeqCst);
             self.last_rejected.store(true, Ordering::SeqCst);
             let reason = panic

@@ -322,3 +322,25 @@ fn a_panicking_reload_callback_does_not_stop_the_watcher() {
     assert_eq!(w.current().policy.version(), Some(3));
     assert_eq!(w.generation(), generation);
 }
+
+#[test]
+fn a_callback_panicking_after_a_good_reload_leaves_the_new_policy_served() {
+    let dir = TempDir::new("panic-after-reload");
+    let root = dir.0.join("main.warden");
+    std::fs::write(dir.0.join("extra.warden"), "").expect("write");
+    write(&root, &policy(1, "none"));
+    let w = PolicyWatcher::unwatched(&root, |ev: &ReloadEvent| {
+        if matches!(ev, ReloadEvent::Reloaded { .. }) {
+            panic!("callback failed");
+        }
+    })
+    .expect("loads");
+    write(&root, &policy(2, "write"));
+    assert_eq!(w.reload_now().expect("reloaded"), 2);
+    assert_eq!((w.generation(), w.rejected()), (2, 0));
+    assert_eq!(w.current().policy.version(), Some(2));
+    // Later edits still reload.
+    write(&root, &policy(3, "none"));
+    assert_eq!(w.reload_now().expect("reloaded"), 3);
+    assert_eq!(decision(&w, "t"), Decision::Allow);
+}
