@@ -7,6 +7,10 @@
 //! with the same name (a pattern, the `defaults`, or `unknown deny`); a pattern, mode or intent
 //! present in one version only shows as added or removed cells. Each changed cell names the
 //! rule that changed it: the rule read at the first stage whose result differs.
+//!
+//! Roles and permissions compare by closure (what each includes or implies, however it is
+//! written): the `roles` and `permissions` declaration lines list, on each side, only the names
+//! whose closure changed, each with what it includes (implies) there.
 
 use arcstr::ArcStr;
 use std::collections::{BTreeMap, BTreeSet};
