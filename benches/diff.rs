@@ -71,6 +71,26 @@ fn bench(c: &mut Criterion) {
     g.bench_function("compute", |b| b.iter(|| PolicyDiff::compute(&old, &new)));
     g.bench_function("table", |b| b.iter(|| Table::build(&new, None)));
     g.finish();
+
+    // Deep role chains: loading closes them, diff compares them, both in near-linear time.
+    let chain = |n: usize| {
+        let roles: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+        format!(
+            "policy \"chain\" version 1\neffects none\nmode m {{ }}\nroles {{ {} }}\n",
+            roles.join(" > ")
+        )
+    };
+    let text = chain(20_000);
+    let ten = Policy::parse(&chain(10_000), "chain.warden").expect("chain loads");
+    let mut g = c.benchmark_group("role_chains");
+    g.sample_size(10);
+    g.bench_function("load_20000", |b| {
+        b.iter(|| Policy::parse(&text, "chain.warden").expect("chain loads"))
+    });
+    g.bench_function("diff_10000_with_itself", |b| {
+        b.iter(|| PolicyDiff::compute(&ten, &ten))
+    });
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 
 use crate::diagnostic::Diagnostic;
 use crate::limits;
+use crate::relation::Relation;
 use crate::syntax::ast::*;
 
 /// A declared name and where it was declared.
@@ -1189,13 +1190,30 @@ impl Checker {
 
     /// Cycles in `roles` and `implies`, each reported once with the cycle spelled out.
     fn check_cycles(&mut self) {
+        // Each role (permission) is compiled with the set of every role (permission) it
+        // includes (implies): the tables grow with the square of the count, hence a cap.
+        for (what, names, max) in [
+            ("roles", &self.model.roles, limits::MAX_ROLES),
+            (
+                "permissions",
+                &self.model.permissions,
+                limits::MAX_PERMISSIONS,
+            ),
+        ] {
+            if let Some(over) = names.get(max) {
+                let d = Diagnostic::error("too-many", format!("more than {max} {what}"))
+                    .at(over.span, "")
+                    .help(format!("merge {what}; a policy declares at most {max}"));
+                self.diagnostics.push(d);
+            }
+        }
         let role_cycles = find_cycles(self.model.roles.len(), &self.model.role_edges);
-        for cycle in role_cycles {
+        let spans = Self::closing_spans(&self.model.role_edges, &role_cycles);
+        for (cycle, span) in role_cycles.iter().zip(spans) {
             let names: Vec<&str> = cycle
                 .iter()
                 .map(|&i| self.model.roles[i].name.as_str())
                 .collect();
-            let span = self.edge_span(&self.model.role_edges, &cycle);
             self.diagnostics.push(
                 Diagnostic::error(
                     "cycle",
@@ -1206,12 +1224,12 @@ impl Checker {
             );
         }
         let perm_cycles = find_cycles(self.model.permissions.len(), &self.model.implies);
-        for cycle in perm_cycles {
+        let spans = Self::closing_spans(&self.model.implies, &perm_cycles);
+        for (cycle, span) in perm_cycles.iter().zip(spans) {
             let names: Vec<&str> = cycle
                 .iter()
                 .map(|&i| self.model.permissions[i].name.as_str())
                 .collect();
-            let span = self.edge_span(&self.model.implies, &cycle);
             self.diagnostics.push(
                 Diagnostic::error(
                     "cycle",
@@ -1227,13 +1245,28 @@ impl Checker {
         }
     }
 
-    fn edge_span(&self, edges: &[(usize, usize, Span)], cycle: &[usize]) -> Span {
-        let last = cycle[cycle.len() - 1];
-        let first = cycle[0];
-        edges
+    /// The span of the first declared edge from each cycle's last item back to its first, in
+    /// one pass over the edges.
+    fn closing_spans(edges: &[(usize, usize, Span)], cycles: &[Vec<usize>]) -> Vec<Span> {
+        let mut wanted: HashMap<(usize, usize), Option<Span>> = cycles
             .iter()
-            .find(|(a, b, _)| *a == last && *b == first)
-            .map_or(Span::default(), |(_, _, s)| *s)
+            .map(|c| ((c[c.len() - 1], c[0]), None))
+            .collect();
+        for (a, b, span) in edges {
+            if let Some(slot @ None) = wanted.get_mut(&(*a, *b)) {
+                *slot = Some(*span);
+            }
+        }
+        cycles
+            .iter()
+            .map(|c| {
+                wanted
+                    .get(&(c[c.len() - 1], c[0]))
+                    .copied()
+                    .flatten()
+                    .unwrap_or_default()
+            })
+            .collect()
     }
 
     fn check_tools_complete(&mut self) {
@@ -1743,45 +1776,10 @@ fn sym(n: &Name) -> Sym {
     }
 }
 
-/// Finds elementary cycles reachable in a directed graph, one per strongly connected component
-/// with a cycle, as the list of nodes along the cycle.
+/// One walk around each cycle of a relation over `0..n` (see [`Relation::cycles`]), in linear
+/// time.
 fn find_cycles(n: usize, edges: &[(usize, usize, Span)]) -> Vec<Vec<usize>> {
-    let mut graph = petgraph::graph::DiGraph::<(), ()>::with_capacity(n, edges.len());
-    let nodes: Vec<_> = (0..n).map(|_| graph.add_node(())).collect();
-    for (a, b, _) in edges {
-        graph.add_edge(nodes[*a], nodes[*b], ());
-    }
-    let mut out = Vec::new();
-    for scc in petgraph::algo::tarjan_scc(&graph) {
-        if scc.len() < 2 {
-            continue;
-        }
-        // Walk inside the component from its smallest node until we return to it.
-        let members: std::collections::HashSet<usize> = scc.iter().map(|x| x.index()).collect();
-        let start = *members.iter().min().unwrap_or(&0);
-        let mut path = vec![start];
-        let mut current = start;
-        let mut visited = std::collections::HashSet::new();
-        visited.insert(start);
-        loop {
-            let next = edges
-                .iter()
-                .filter(|(a, b, _)| *a == current && members.contains(b))
-                .map(|(_, b, _)| *b)
-                .find(|b| *b == start || !visited.contains(b));
-            match next {
-                Some(b) if b == start => break,
-                Some(b) => {
-                    visited.insert(b);
-                    path.push(b);
-                    current = b;
-                }
-                None => break,
-            }
-        }
-        out.push(path);
-    }
-    out
+    Relation::new(n, edges.iter().map(|&(a, b, _)| (a, b))).cycles()
 }
 
 /// Most pattern-against-pattern comparisons the shadowing check makes before it gives up (with

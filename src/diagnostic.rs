@@ -88,13 +88,6 @@ impl Sources {
         self.files.get(file.0 as usize).map_or("", |f| &f.text)
     }
 
-    /// The full text of `file`, shared (empty for an id this map does not hold).
-    fn shared_text(&self, file: FileId) -> Arc<str> {
-        self.files
-            .get(file.0 as usize)
-            .map_or_else(|| Arc::from(""), |f| Arc::clone(&f.text))
-    }
-
     /// The source text a span covers (empty when out of range).
     pub fn slice(&self, span: Span) -> &str {
         self.text(span.file).get(span.range()).unwrap_or("")
@@ -128,15 +121,113 @@ impl Sources {
     }
 }
 
-/// One file's text as miette reads it, but with the column of a span's start counted in
-/// characters, as [`Location`] counts it: miette counts bytes, which put the `file:line:col` of
-/// a rendered report past the caret on a line with non-ASCII text before the span.
-struct CharColumns {
+/// Longest line, in bytes, that a report draws whole. miette pads with `format!` widths, which
+/// panic past 65,535 columns: a longer line near a span is drawn as a window around the span
+/// (a line of this many bytes is at most 2,048 columns wide, even with tabs).
+pub const MAX_DRAWN_LINE_BYTES: usize = 512;
+
+/// How many characters before a span's start the window of a long line shows.
+const WINDOW_BEFORE: usize = 40;
+
+/// How many characters the window of a long line shows in all.
+const WINDOW_CHARS: usize = 120;
+
+/// The text a report draws, as miette reads it: a whole file, or the window of one long line.
+///
+/// The column of a span's start is counted in characters, as [`Location`] counts it (miette
+/// counts bytes, which put the `file:line:col` of a rendered report past the caret on a line
+/// with non-ASCII text before the span), and in the window it is the column in the file.
+struct Drawn {
     name: String,
+    /// The whole file, or the window.
     text: Arc<str>,
+    /// The 0-based line of the file where `text` starts.
+    first_line: usize,
+    /// For a window: the 0-based column, in characters, of the span's start in the file.
+    column: Option<usize>,
 }
 
-impl SourceCode for CharColumns {
+impl Drawn {
+    /// What to draw for the span `start..end` (byte offsets, within the text) of `file`, and
+    /// that span in the drawn text's offsets.
+    fn of(file: &SourceFile, start: usize, end: usize) -> (Drawn, usize, usize) {
+        let line_of = |offset: usize| match file.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let line_range = |line: usize| {
+            let from = file.line_starts[line];
+            let to = file
+                .line_starts
+                .get(line + 1)
+                .map_or(file.text.len(), |&next| next - 1);
+            from..to
+        };
+        let (first, last) = (line_of(start), line_of(end));
+        // miette draws one line of context on either side of the span's lines.
+        let context = first.saturating_sub(1)..=(last + 1).min(file.line_starts.len() - 1);
+        let long = context
+            .clone()
+            .any(|line| line_range(line).len() > MAX_DRAWN_LINE_BYTES);
+        if !long {
+            let whole = Drawn {
+                name: file.name.clone(),
+                text: Arc::clone(&file.text),
+                first_line: 0,
+                column: None,
+            };
+            return (whole, start, end);
+        }
+        // The window: the span's first line only, from a little before the span's start.
+        let range = line_range(first);
+        let line = &file.text[range.clone()];
+        let start_in_line = start - range.start;
+        let column = line[..start_in_line].chars().count();
+        let from_char = column.saturating_sub(WINDOW_BEFORE);
+        let byte_of = |char_index: usize| {
+            line.char_indices()
+                .nth(char_index)
+                .map_or(line.len(), |(i, _)| i)
+        };
+        let from = byte_of(from_char);
+        let to = from + byte_len_of_chars(&line[from..], WINDOW_CHARS);
+        let mut text = String::new();
+        if from > 0 {
+            text.push('\u{2026}');
+        }
+        let shift = text.len();
+        text.push_str(&line[from..to]);
+        if to < line.len() {
+            text.push('\u{2026}');
+        }
+        let drawn_start = shift + start_in_line - from;
+        let drawn_end = shift + (end.min(range.start + to) - range.start).max(start_in_line) - from;
+        let window = Drawn {
+            name: file.name.clone(),
+            text: Arc::from(text),
+            first_line: first,
+            column: Some(column),
+        };
+        (window, drawn_start, drawn_end)
+    }
+}
+
+/// The largest char boundary of `text` at or before `offset`.
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The byte length of the first `chars` characters of `text` (all of it when shorter).
+fn byte_len_of_chars(text: &str, chars: usize) -> usize {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
+}
+
+impl SourceCode for Drawn {
     fn read_span<'a>(
         &'a self,
         span: &SourceSpan,
@@ -150,6 +241,8 @@ impl SourceCode for CharColumns {
         // miette reports a column only for a span read without context (the report's header).
         let column = if inner.column() == 0 {
             0
+        } else if let Some(column) = self.column {
+            column
         } else {
             let offset = span.offset().min(self.text.len());
             let line_start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
@@ -161,7 +254,7 @@ impl SourceCode for CharColumns {
             self.name.clone(),
             inner.data(),
             *inner.span(),
-            inner.line(),
+            self.first_line + inner.line(),
             column,
             inner.line_count(),
         )
@@ -308,14 +401,24 @@ impl Diagnostic {
         let mut out = String::new();
         let rendered = match self.span {
             Some(span) => {
-                let text = sources.text(span.file);
-                let start = (span.start as usize).min(text.len());
-                let end = (span.end as usize).clamp(start, text.len());
+                let empty;
+                let file = match sources.files.get(span.file.0 as usize) {
+                    Some(file) => file,
+                    None => {
+                        empty = SourceFile {
+                            name: String::new(),
+                            text: Arc::from(""),
+                            line_starts: vec![0],
+                        };
+                        &empty
+                    }
+                };
+                let text = &file.text;
+                let start = floor_char_boundary(text, (span.start as usize).min(text.len()));
+                let end = floor_char_boundary(text, (span.end as usize).clamp(start, text.len()));
+                let (drawn, start, end) = Drawn::of(file, start, end);
                 diag = diag.with_label(LabeledSpan::new(self.label.clone(), start, end - start));
-                let report = miette::Report::new(diag).with_source_code(CharColumns {
-                    name: sources.name(span.file).to_string(),
-                    text: sources.shared_text(span.file),
-                });
+                let report = miette::Report::new(diag).with_source_code(drawn);
                 handler.render_report(&mut out, report.as_ref())
             }
             None => handler.render_report(&mut out, &diag),

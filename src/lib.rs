@@ -60,6 +60,7 @@ pub mod import;
 pub mod limits;
 pub mod mcp;
 mod policy;
+mod relation;
 mod schemas;
 pub mod syntax;
 pub mod watch;

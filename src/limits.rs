@@ -44,31 +44,45 @@ pub const MAX_ARGS_DEPTH: usize = 64;
 /// Longest argument text [`crate::parse_args`] accepts, in bytes (1 MiB).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 
+/// Most roles a policy may declare. Each role is compiled with the set of the roles it
+/// includes, so the tables grow with the square of the count (at most 75 MiB here).
+pub const MAX_ROLES: usize = 25_000;
+
+/// Most permissions a policy may declare (named in `permission` or `requires`). Each is
+/// compiled with the set of the permissions it implies, as for [`MAX_ROLES`].
+pub const MAX_PERMISSIONS: usize = 25_000;
+
+/// Deepest nesting accepted in YAML text (`tool_policies.yaml`, `tools.yaml`, test files):
+/// levels of block indentation and of `[` / `{` together. Deeper text is refused, with its
+/// position, before the YAML parser reads it.
+pub const MAX_YAML_DEPTH: usize = 64;
+
 /// Most distinct files one policy may include, all levels together.
 pub const MAX_INCLUDED_FILES: usize = 256;
 
-/// Reads a regular file of at most `max` bytes.
+/// Largest data file (queries, labeled rows, tool-name lists) accepted, in bytes (64 MiB).
+pub const MAX_DATA_BYTES: usize = 64 * 1024 * 1024;
+
+/// Reads a regular file of at most `max` bytes: the one place toolwarden reads a file the user
+/// names (policies, includes, YAML, test files, state files, data files).
 ///
-/// Refuses anything that is not a regular file (a directory, a FIFO, `/dev/zero`) and stops
-/// reading after `max + 1` bytes, so hostile paths cannot hang the reader or exhaust memory.
+/// Refuses anything that is not a regular file (a directory, a FIFO, a socket, `/dev/zero`)
+/// without blocking: the type is checked before opening (following symlinks), the file is
+/// opened non-blocking (a FIFO with no writer cannot hold the open), and the type is checked
+/// again on the open file, so a path swapped between the two checks is refused too. Reading
+/// stops after `max + 1` bytes, so hostile paths cannot hang the reader or exhaust memory.
 ///
 /// # Errors
 ///
-/// The I/O error of opening or reading; `InvalidInput` for a file that is not regular or is
-/// larger than `max` bytes.
+/// The I/O error of opening or reading; `IsADirectory` for a directory; `InvalidInput` for any
+/// other file that is not regular (the message names its type: `not a regular file (a FIFO)`)
+/// or for a file larger than `max` bytes.
 pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
-    let file = std::fs::File::open(path)?;
+    regular(&std::fs::metadata(path)?)?;
+    let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
-    if meta.is_dir() {
-        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
-    }
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
+    regular(&meta)?;
     let mut bytes = Vec::with_capacity((meta.len() as usize).min(max) + 1);
     file.take(max as u64 + 1).read_to_end(&mut bytes)?;
     if bytes.len() > max {
@@ -78,4 +92,74 @@ pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>>
         ));
     }
     Ok(bytes)
+}
+
+/// Reads a regular file of at most `max` bytes as UTF-8 text, as [`read_file`] does.
+///
+/// # Errors
+///
+/// Those of [`read_file`], and `InvalidData` (`not valid UTF-8 (byte N)`) for text that is
+/// not UTF-8.
+pub fn read_text(path: &std::path::Path, max: usize) -> std::io::Result<String> {
+    String::from_utf8(read_file(path, max)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// `Ok` for a regular file; the error [`read_file`] gives for anything else.
+fn regular(meta: &std::fs::Metadata) -> std::io::Result<()> {
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    if kind.is_dir() {
+        return Err(std::io::Error::from(std::io::ErrorKind::IsADirectory));
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("not a regular file ({})", file_kind(&kind)),
+    ))
+}
+
+/// What a file that is neither regular nor a directory is, for an error message.
+#[cfg(unix)]
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "a special file"
+    }
+}
+
+/// What a file that is neither regular nor a directory is, for an error message.
+#[cfg(not(unix))]
+fn file_kind(_kind: &std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
+/// Opens `path` for reading without blocking on a FIFO or a device, and without making a
+/// terminal the controlling one.
+#[cfg(unix)]
+fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+}
+
+/// Opens `path` for reading.
+#[cfg(not(unix))]
+fn open_nonblocking(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
 }

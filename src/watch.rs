@@ -6,7 +6,10 @@
 //!
 //! A reload that fails (any error diagnostic) never replaces the policy being served: readers go
 //! on seeing the last good one, the failure is reported through the callback, and
-//! [`PolicyWatcher::generation`] does not move. Readers take a [`Snapshot`] (`Arc`) through an
+//! [`PolicyWatcher::generation`] does not move. A reload that panics (in loading, or in the
+//! callback of a rejected edit) is one failed reload too: it is counted as rejected, the last
+//! good policy stays served, and later edits are reloaded as before. A callback that panics
+//! after a successful reload leaves the new policy served. Readers take a [`Snapshot`] (`Arc`) through an
 //! [`arc_swap::ArcSwap`], so a reader holds either the old policy or the new one, fully built,
 //! never a mix; a reader never waits for a reload.
 //!
@@ -29,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 use notify::{RecursiveMode, Watcher};
 
-use crate::diagnostic::PolicyError;
+use crate::diagnostic::{Diagnostic, PolicyError, Sources};
 use crate::policy::Policy;
 
 /// A policy together with the generation it was loaded as: what a reader sees.
@@ -212,7 +215,8 @@ impl PolicyWatcher {
     ///
     /// # Errors
     ///
-    /// The [`PolicyError`] of text that does not load; the last good policy stays served.
+    /// The [`PolicyError`] of text that does not load, or a `reload-failed` diagnostic when the
+    /// reload panicked (the callback included); the last good policy stays served.
     pub fn reload_now(&self) -> Result<u64, PolicyError> {
         self.shared.reload()
     }
@@ -228,9 +232,38 @@ impl PolicyWatcher {
 }
 
 impl Shared {
+    /// One reload attempt. Whatever it meets (a panic in loading or in the callback included)
+    /// stays inside it: the last good policy stays served, and later edits are reloaded.
     fn reload(&self) -> Result<u64, PolicyError> {
         // A poisoned lock only means an earlier callback panicked; reloading stays safe.
         let mut callback = self.reload.lock().unwrap_or_else(|e| e.into_inner());
+        let before = self.generation.load(Ordering::SeqCst);
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.reload_with(&mut callback)
+        }));
+        attempt.unwrap_or_else(|panic| {
+            // The callback of a successful reload panicked: the new policy is served.
+            let now = self.generation.load(Ordering::SeqCst);
+            if now != before {
+                return Ok(now);
+            }
+            self.rejected.fetch_add(1, Ordering::SeqCst);
+            self.last_rejected.store(true, Ordering::SeqCst);
+            let reason = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".to_string());
+            let d = Diagnostic::error(
+                "reload-failed",
+                format!("reloading `{}` failed: {reason}", self.path.display()),
+            )
+            .help("the last good policy is still served; save the file again to retry");
+            Err(PolicyError::new(vec![d], Arc::new(Sources::new())))
+        })
+    }
+
+    fn reload_with(&self, callback: &mut Callback) -> Result<u64, PolicyError> {
         match Policy::from_file(&self.path) {
             Ok(policy) => {
                 // One edit can raise several file events (truncate, then write): text that is

@@ -584,3 +584,251 @@ fn pattern_with_a_thousand_stars_matches_in_bounded_time() {
         [Decision::Allow, Decision::Deny, Decision::Allow]
     );
 }
+
+/// `roles { r0 > r1 > … > r(n-1) }` and a tool for the lowest and for the highest role, plus
+/// `permission "p0" implies "p1"`, …, one line each, and a tool needing the last.
+fn chains_policy(roles: usize, implies: usize) -> String {
+    let mut text = String::from("policy \"chains\" version 1\neffects none\nmode m { }\n");
+    let chain: Vec<String> = (0..roles).map(|i| format!("r{i}")).collect();
+    let _ = writeln!(text, "roles {{ {} }}", chain.join(" > "));
+    for i in 0..implies {
+        let _ = writeln!(text, "permission \"p{i}\" implies \"p{}\"", i + 1);
+    }
+    let _ = writeln!(
+        text,
+        "tool lowest {{ effect none roles r{} }}\ntool highest {{ effect none roles r0 }}\n\
+         tool last {{ effect none permissions \"p{implies}\" }}",
+        roles - 1
+    );
+    text
+}
+
+fn role_decision(policy: &Policy, request: &Request, tool: &str) -> (Decision, Option<Stage>) {
+    let intent = policy.classify("");
+    let d = policy.decide_tool(request, &intent, tool).expect("decide");
+    (d.decision, d.stage)
+}
+
+/// A 20,000-role chain and a 20,000-line `implies` chain load and close: the top role holds
+/// the bottom one, the bottom does not hold the top; the first permission implies the last.
+#[test]
+#[ignore = "full size; .ci/run runs limits in release"]
+fn twenty_thousand_role_and_implies_chains_close_end_to_end() {
+    let n = 20_000;
+    let policy = Policy::parse(&chains_policy(n, n), "chains.warden")
+        .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let top = Request::new("m").roles(["r0"]);
+    let bottom = Request::new("m").roles([format!("r{}", n - 1)]);
+    assert_eq!(
+        role_decision(&policy, &top, "lowest"),
+        (Decision::Allow, None)
+    );
+    assert_eq!(
+        role_decision(&policy, &bottom, "highest"),
+        (Decision::Deny, Some(Stage::Role))
+    );
+    let first = Request::new("m").permissions(["p0"]);
+    let middle = Request::new("m").permissions([format!("p{}", n / 2)]);
+    assert_eq!(
+        role_decision(&policy, &first, "last"),
+        (Decision::Allow, None)
+    );
+    assert_eq!(
+        role_decision(&policy, &middle, "last"),
+        (Decision::Allow, None)
+    );
+    let none = Request::new("m").permissions([format!("p{}", n + 1)]);
+    assert_eq!(
+        role_decision(&policy, &none, "last"),
+        (Decision::Deny, Some(Stage::Permission))
+    );
+}
+
+/// The same at a size debug builds load quickly.
+#[test]
+fn role_and_implies_chains_close_end_to_end() {
+    let n = 2_000;
+    let policy = Policy::parse(&chains_policy(n, n), "chains.warden")
+        .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let top = Request::new("m").roles(["r0"]);
+    let middle = Request::new("m").roles([format!("r{}", n / 2)]);
+    assert_eq!(
+        role_decision(&policy, &top, "lowest"),
+        (Decision::Allow, None)
+    );
+    assert_eq!(
+        role_decision(&policy, &middle, "lowest"),
+        (Decision::Allow, None)
+    );
+    assert_eq!(
+        role_decision(&policy, &middle, "highest"),
+        (Decision::Deny, Some(Stage::Role))
+    );
+    let first = Request::new("m").permissions(["p0"]);
+    assert_eq!(
+        role_decision(&policy, &first, "last"),
+        (Decision::Allow, None)
+    );
+}
+
+/// A cycle through 20,000 roles is one diagnostic that spells the whole cycle out, pointing at
+/// the inclusion that closes it.
+#[test]
+#[ignore = "full size; .ci/run runs limits in release"]
+fn a_twenty_thousand_role_cycle_is_reported_once() {
+    let n = 20_000;
+    let chain: Vec<String> = (0..n).map(|i| format!("r{i}")).collect();
+    let text = format!(
+        "policy \"ring\" version 1\neffects none\nmode m {{ }}\nroles {{ {} > r0 }}\n",
+        chain.join(" > ")
+    );
+    let err = Policy::parse(&text, "ring.warden").expect_err("cycle");
+    assert_eq!(codes(&err), ["cycle"]);
+    assert_eq!(
+        messages(&err),
+        [format!("roles form a cycle: {} > r0", chain.join(" > "))]
+    );
+    let span = err.diagnostics()[0].span().expect("span");
+    assert_eq!(err.sources().slice(span), format!("r{} > r0", n - 1));
+}
+
+#[test]
+fn roles_and_permissions_over_the_cap_are_an_error() {
+    use toolwarden::limits::{MAX_PERMISSIONS, MAX_ROLES};
+    let mut text = String::from("policy \"many\" version 1\neffects none\nmode m { }\n");
+    let roles: Vec<String> = (0..=MAX_ROLES).map(|i| format!("r{i}")).collect();
+    let _ = writeln!(text, "roles {{ {} }}", roles.join(", "));
+    let perms: Vec<String> = (1..=MAX_PERMISSIONS).map(|i| format!("\"p{i}\"")).collect();
+    let _ = writeln!(text, "permission \"p0\" implies {}", perms.join(", "));
+    let err = Policy::parse(&text, "many.warden").expect_err("over the caps");
+    assert_eq!(codes(&err), ["too-many", "too-many"]);
+    assert_eq!(
+        messages(&err),
+        [
+            format!("more than {MAX_ROLES} roles"),
+            format!("more than {MAX_PERMISSIONS} permissions")
+        ]
+    );
+    let spans: Vec<String> = err
+        .diagnostics()
+        .iter()
+        .map(|d| err.sources().slice(d.span().expect("span")).to_string())
+        .collect();
+    assert_eq!(
+        spans,
+        [format!("r{MAX_ROLES}"), format!("\"p{MAX_PERMISSIONS}\"")]
+    );
+    // At the caps: loads.
+    let at_cap = text
+        .replace(&format!(", r{MAX_ROLES} }}"), " }")
+        .replace(&format!(", \"p{MAX_PERMISSIONS}\""), "");
+    Policy::parse(&at_cap, "many.warden").unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+}
+
+/// `diff` of a 10,000-role chain with itself finds nothing, and with one role added, names
+/// only that role.
+#[test]
+fn diff_of_a_ten_thousand_role_chain_names_only_what_changed() {
+    use toolwarden::analysis::PolicyDiff;
+    let old = Policy::parse(&chains_policy(10_000, 1), "old.warden")
+        .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let diff = PolicyDiff::compute(&old, &old);
+    assert!(diff.settings.is_empty(), "{:?}", diff.settings);
+    let text = chains_policy(10_000, 1).replace(" > r9999 }", " > r9999, boss }");
+    let new = Policy::parse(&text, "new.warden").unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let diff = PolicyDiff::compute(&old, &new);
+    assert_eq!(diff.settings, ["roles: (none) -> boss"]);
+    // A moved inclusion: r1 no longer includes r2; `boss` does. The roles whose closure
+    // changed are listed, each side with what they include there.
+    let old = Policy::parse(&chains_policy(3, 1), "old.warden")
+        .unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let moved = chains_policy(3, 1).replace("r0 > r1 > r2 }", "r0 > r1, boss > r2 }");
+    let new = Policy::parse(&moved, "new.warden").unwrap_or_else(|e| panic!("{:?}", messages(&e)));
+    let diff = PolicyDiff::compute(&old, &new);
+    assert_eq!(
+        diff.settings,
+        ["roles: r0 (includes r1, r2); r1 (includes r2) -> boss (includes r2); r0 (includes r1); r1"]
+    );
+}
+
+/// `tool_policies.yaml` whose `requires` nests `depth` flow sequences (on top of the three
+/// block levels `tool_policies`, `t`, `requires`).
+fn nested_yaml(depth: usize) -> String {
+    format!(
+        "version: 1\ntool_policies:\n  t:\n    operation_type: read_only\n    requires: {}{}\n",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+}
+
+/// Every YAML loader refuses text nested deeper than the cap, at the opening past it, before
+/// the YAML parser reads it: `import yaml`, `include yaml`, `Policy::from_yaml` (`-p x.yaml`)
+/// and test files. 200 KB of `[` is refused as fast as 1 KB.
+#[test]
+fn yaml_nested_past_the_cap_is_refused_by_every_loader() {
+    use toolwarden::analysis::testrun::run_file;
+    use toolwarden::import::yaml_to_warden;
+    use toolwarden::limits::MAX_YAML_DEPTH;
+    let dir = TempDir::new("yaml-depth");
+    // Three block levels, then flow levels: the first `[` past the cap is number 62.
+    let over_at = "    requires: ".len() + MAX_YAML_DEPTH - 3;
+    for depth in [MAX_YAML_DEPTH - 2, 100 * 1024] {
+        let yaml = dir.0.join("tool_policies.yaml");
+        std::fs::write(&yaml, nested_yaml(depth)).expect("write");
+        let expected = format!("YAML nested more than {MAX_YAML_DEPTH} levels deep");
+        let where_ = |e: &PolicyError| {
+            let d = &e.diagnostics()[0];
+            let at = e.sources().location(d.span().expect("span"));
+            (at.line, at.column)
+        };
+        let err = yaml_to_warden(&yaml, None).expect_err("too deep");
+        assert_eq!(
+            (codes(&err), messages(&err)),
+            (vec!["too-deep"], vec![expected.clone()])
+        );
+        assert_eq!(where_(&err), (5, over_at + 1));
+        let err = Policy::from_yaml(&yaml, None).expect_err("too deep");
+        assert_eq!(
+            (codes(&err), messages(&err)),
+            (vec!["too-deep"], vec![expected.clone()])
+        );
+        assert_eq!(where_(&err), (5, over_at + 1));
+        let main = dir.0.join("main.warden");
+        std::fs::write(
+            &main,
+            "policy \"y\" version 1\neffects none, write\nmode agent { }\ninclude yaml \"tool_policies.yaml\"\n",
+        )
+        .expect("write");
+        let err = Policy::from_file(&main).expect_err("too deep");
+        assert_eq!(
+            (codes(&err), messages(&err)),
+            (vec!["too-deep"], vec![expected.clone()])
+        );
+        assert_eq!(where_(&err), (5, over_at + 1));
+        let test_file = dir.0.join("main.test.yaml");
+        std::fs::write(
+            &test_file,
+            format!(
+                "cases:\n  - name: deep\n    tool: {}{}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            ),
+        )
+        .expect("write");
+        let report = run_file(&test_file, None);
+        // Three block levels (`cases`, the `- ` item, its keys), then flow levels.
+        let column = "    tool: ".len() + MAX_YAML_DEPTH - 3 + 1;
+        assert_eq!(
+            report.error,
+            Some(format!(
+                "{}:3:{column}: malformed test file: {expected}",
+                test_file.display()
+            ))
+        );
+    }
+    // At the cap the nesting is read (and `requires` is then not a list of names).
+    let yaml = dir.0.join("tool_policies.yaml");
+    std::fs::write(&yaml, nested_yaml(MAX_YAML_DEPTH - 3)).expect("write");
+    let err = yaml_to_warden(&yaml, None).expect_err("not names");
+    assert!(!codes(&err).contains(&"too-deep"), "{:?}", codes(&err));
+}

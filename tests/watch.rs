@@ -248,3 +248,99 @@ fn file_changes_to_root_and_include_are_picked_up() {
         "{events:?}"
     );
 }
+
+/// A broken edit whose diagnostic starts past column 65,535 (undefined effect `wrte`).
+fn far_right_edit() -> String {
+    format!(
+        "policy \"w\" version 2\neffects none, write\nmode m {{ restrict none }}\n{}tool t {{ effect wrte }}\n",
+        " ".repeat(70_000)
+    )
+}
+
+#[test]
+fn a_far_right_diagnostic_renders_and_the_watcher_keeps_reloading() {
+    let dir = TempDir::new("far-right");
+    let root = dir.0.join("main.warden");
+    std::fs::write(dir.0.join("extra.warden"), "").expect("write");
+    write(&root, &policy(1, "none"));
+    let rendered: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let r = Arc::clone(&rendered);
+    // As `offer --watch` does: every rejected edit is rendered.
+    let w = PolicyWatcher::new(&root, move |ev: &ReloadEvent| {
+        if let ReloadEvent::Rejected { error, .. } = ev {
+            let text = error.render();
+            r.lock().expect("rendered").push(text);
+        }
+    })
+    .expect("watches");
+    write(&root, &far_right_edit());
+    eventually("the rendered rejection", || {
+        !rendered.lock().expect("rendered").is_empty()
+    });
+    let first = rendered.lock().expect("rendered")[0].clone();
+    assert!(
+        first.contains(&format!("[{}:4:70017]", root.display())),
+        "{first}"
+    );
+    assert_eq!(w.generation(), 1);
+    assert_eq!(decision(&w, "t"), Decision::Allow);
+    // A later good edit is served.
+    write(&root, &policy(3, "write"));
+    eventually("the fix", || w.current().policy.version() == Some(3));
+    assert_eq!(decision(&w, "t"), Decision::Deny);
+}
+
+#[test]
+fn a_panicking_reload_callback_does_not_stop_the_watcher() {
+    let dir = TempDir::new("panic");
+    let root = dir.0.join("main.warden");
+    std::fs::write(dir.0.join("extra.warden"), "").expect("write");
+    write(&root, &policy(1, "none"));
+    let w = PolicyWatcher::new(&root, |ev: &ReloadEvent| {
+        if matches!(ev, ReloadEvent::Rejected { .. }) {
+            panic!("callback failed");
+        }
+    })
+    .expect("watches");
+    // Through the file system watch: the panic stays inside that reload.
+    write(&root, "policy \"w\" version 2\ntool t { effect }\n");
+    eventually("the rejection", || w.rejected() >= 1);
+    assert_eq!(w.generation(), 1);
+    write(&root, &policy(3, "write"));
+    eventually("the fix", || w.current().policy.version() == Some(3));
+    assert_eq!(decision(&w, "t"), Decision::Deny);
+    // Through `reload_now`: the panic is an error of that reload, not the caller's panic.
+    let generation = settled(&w);
+    write(&root, "policy \"w\" version 4\ntool t { effect }\n");
+    let err = w.reload_now().expect_err("rejected");
+    let codes: Vec<&str> = err.diagnostics().iter().map(|d| d.code()).collect();
+    assert_eq!(codes, ["reload-failed"]);
+    assert_eq!(
+        err.diagnostics()[0].message(),
+        format!("reloading `{}` failed: callback failed", root.display())
+    );
+    assert_eq!(w.current().policy.version(), Some(3));
+    assert_eq!(w.generation(), generation);
+}
+
+#[test]
+fn a_callback_panicking_after_a_good_reload_leaves_the_new_policy_served() {
+    let dir = TempDir::new("panic-after-reload");
+    let root = dir.0.join("main.warden");
+    std::fs::write(dir.0.join("extra.warden"), "").expect("write");
+    write(&root, &policy(1, "none"));
+    let w = PolicyWatcher::unwatched(&root, |ev: &ReloadEvent| {
+        if matches!(ev, ReloadEvent::Reloaded { .. }) {
+            panic!("callback failed");
+        }
+    })
+    .expect("loads");
+    write(&root, &policy(2, "write"));
+    assert_eq!(w.reload_now().expect("reloaded"), 2);
+    assert_eq!((w.generation(), w.rejected()), (2, 0));
+    assert_eq!(w.current().policy.version(), Some(2));
+    // Later edits still reload.
+    write(&root, &policy(3, "none"));
+    assert_eq!(w.reload_now().expect("reloaded"), 3);
+    assert_eq!(decision(&w, "t"), Decision::Allow);
+}

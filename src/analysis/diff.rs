@@ -7,6 +7,10 @@
 //! with the same name (a pattern, the `defaults`, or `unknown deny`); a pattern, mode or intent
 //! present in one version only shows as added or removed cells. Each changed cell names the
 //! rule that changed it: the rule read at the first stage whose result differs.
+//!
+//! Roles and permissions compare by closure (what each includes or implies, however it is
+//! written): the `roles` and `permissions` declaration lines list, on each side, only the names
+//! whose closure changed, each with what it includes (implies) there.
 
 use arcstr::ArcStr;
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,7 +19,9 @@ use serde::Serialize;
 
 use super::table::{ConnShape, Outcome, SubjectKind, Sym, SymStep, TableCell};
 use super::RuleRef;
+use crate::compile::{BitSet, Tables};
 use crate::policy::Policy;
+use crate::relation::Relation;
 
 /// One cell whose decision moved.
 #[derive(Clone, Debug, Serialize)]
@@ -148,41 +154,149 @@ fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
         t.limit
             .map_or("(none)".to_string(), |l| format!("{l} per turn")),
     );
-    let mut roles: Vec<String> = (0..t.roles.len())
-        .map(|r| {
-            let mut inc: Vec<&str> = t.role_closure[r]
-                .iter()
-                .filter(|&x| x != r)
-                .map(|x| &*t.roles[x])
-                .collect();
-            inc.sort();
-            if inc.is_empty() {
-                t.roles[r].to_string()
-            } else {
-                format!("{} (includes {})", t.roles[r], inc.join(", "))
-            }
-        })
-        .collect();
-    roles.sort();
-    m.insert("roles", roles.join("; "));
-    let mut perms: Vec<String> = (0..t.permissions.len())
-        .map(|p| {
-            let mut imp: Vec<&str> = t.perm_closure[p]
-                .iter()
-                .filter(|&x| x != p)
-                .map(|x| &*t.permissions[x])
-                .collect();
-            imp.sort();
-            if imp.is_empty() {
-                t.permissions[p].to_string()
-            } else {
-                format!("{} (implies {})", t.permissions[p], imp.join(", "))
-            }
-        })
-        .collect();
-    perms.sort();
-    m.insert("permissions", perms.join("; "));
     m
+}
+
+/// One side's relation (role inclusion or permission implication) as diff reads it.
+struct Closed<'t> {
+    names: &'t [Box<str>],
+    index: &'t rustc_hash::FxHashMap<Box<str>, u32>,
+    closure: &'t [BitSet],
+    edges: &'t [(u32, u32)],
+}
+
+impl Closed<'_> {
+    fn roles(t: &Tables) -> Closed<'_> {
+        Closed {
+            names: &t.roles,
+            index: &t.role_index,
+            closure: &t.role_closure,
+            edges: &t.role_edges,
+        }
+    }
+
+    fn permissions(t: &Tables) -> Closed<'_> {
+        Closed {
+            names: &t.permissions,
+            index: &t.perm_index,
+            closure: &t.perm_closure,
+            edges: &t.perm_edges,
+        }
+    }
+
+    /// Whether every declared edge of `self` is in the closure of `other` (by names). Both
+    /// ways, that is the same closure: a closure holding every edge of a relation holds its
+    /// closure.
+    fn edges_within(&self, other: &Closed<'_>) -> bool {
+        self.edges.iter().all(|&(a, b)| {
+            let (a, b) = (&self.names[a as usize], &self.names[b as usize]);
+            match (other.index.get(a), other.index.get(b)) {
+                (Some(&a), Some(&b)) => other.closure[a as usize].contains(b as usize),
+                _ => false,
+            }
+        })
+    }
+
+    /// For each name of `self`, whether `other` declares it with the same closure (by names).
+    ///
+    /// Names are visited in an order where what a name reaches comes first: a name whose
+    /// declared edges lead to the same names in both, each with the same closure, has the same
+    /// closure at the cost of its edges; only the others are compared member by member. So
+    /// the cost is linear in names and edges, plus the size of the closures that differ.
+    fn same_closures(&self, other: &Closed<'_>) -> Vec<bool> {
+        let n = self.names.len();
+        let map: Vec<Option<usize>> = self
+            .names
+            .iter()
+            .map(|name| other.index.get(name).map(|&j| j as usize))
+            .collect();
+        let mine = Relation::new(n, self.edges.iter().map(|&(a, b)| (a as usize, b as usize)));
+        let theirs = Relation::new(
+            other.names.len(),
+            other.edges.iter().map(|&(a, b)| (a as usize, b as usize)),
+        );
+        let mut same = vec![false; n];
+        for members in mine.components().0 {
+            for &i in &members {
+                let Some(j) = map[i] else { continue };
+                let quick = members.len() == 1 && {
+                    let mut a: Vec<Option<usize>> =
+                        mine.successors(i).iter().map(|&s| map[s]).collect();
+                    let mut b: Vec<Option<usize>> =
+                        theirs.successors(j).iter().map(|&s| Some(s)).collect();
+                    a.sort_unstable();
+                    a.dedup();
+                    b.sort_unstable();
+                    b.dedup();
+                    a == b && mine.successors(i).iter().all(|&s| same[s])
+                };
+                same[i] = quick || {
+                    let theirs = &other.closure[j];
+                    let mut count = 0usize;
+                    self.closure[i].iter().all(|x| {
+                        count += 1;
+                        map[x].is_some_and(|y| theirs.contains(y))
+                    }) && count == theirs.iter().count()
+                };
+            }
+        }
+        same
+    }
+
+    /// The names `i` reaches, itself excluded, sorted.
+    fn reached(&self, i: usize) -> Vec<&str> {
+        let mut out: Vec<&str> = self.closure[i]
+            .iter()
+            .filter(|&x| x != i)
+            .map(|x| &*self.names[x])
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// How two versions relate their roles (`word` `includes`) or permissions (`implies`):
+/// `None` when they declare the same names with the same closure (checked in time linear in
+/// the names and edges), else each side's entries for the names whose closure differs, as
+/// `name (word a, b)`, sorted.
+fn relation_change(old: &Closed<'_>, new: &Closed<'_>, word: &str) -> Option<(String, String)> {
+    let same_names =
+        old.names.len() == new.names.len() && old.names.iter().all(|n| new.index.contains_key(n));
+    if same_names && old.edges_within(new) && new.edges_within(old) {
+        return None;
+    }
+    let entry = |side: &Closed<'_>, i: usize| {
+        let reached = side.reached(i);
+        if reached.is_empty() {
+            side.names[i].to_string()
+        } else {
+            format!("{} ({word} {})", side.names[i], reached.join(", "))
+        }
+    };
+    let same = old.same_closures(new);
+    let mut changed: BTreeSet<&str> = (0..old.names.len())
+        .filter(|&i| !same[i])
+        .map(|i| &*old.names[i])
+        .collect();
+    changed.extend(
+        new.names
+            .iter()
+            .filter(|n| !old.index.contains_key(*n))
+            .map(|n| &**n),
+    );
+    let side_text = |side: &Closed<'_>| {
+        let entries: Vec<String> = changed
+            .iter()
+            .filter_map(|n| side.index.get(*n))
+            .map(|&i| entry(side, i as usize))
+            .collect();
+        if entries.is_empty() {
+            "(none)".to_string()
+        } else {
+            entries.join("; ")
+        }
+    };
+    Some((side_text(old), side_text(new)))
 }
 
 fn keywords_of(p: &Policy) -> BTreeSet<String> {
@@ -294,10 +408,30 @@ impl PolicyDiff {
     pub fn compute(old: &Policy, new: &Policy) -> PolicyDiff {
         let mut diff = PolicyDiff::default();
         let (so, sn) = (settings_of(old), settings_of(new));
+        let (to, tn) = (old.tables(), new.tables());
+        let roles = relation_change(&Closed::roles(to), &Closed::roles(tn), "includes");
+        let permissions = relation_change(
+            &Closed::permissions(to),
+            &Closed::permissions(tn),
+            "implies",
+        );
         for (k, v) in &so {
             let w = sn.get(k).cloned().unwrap_or_default();
             if *v != w {
                 set_change(k, std::slice::from_ref(v), &[w], &mut diff.settings);
+            }
+            // Roles and permissions come after `modes`, where the full listing used to sort.
+            if *k == "modes" {
+                for (what, change) in [("permissions", &permissions), ("roles", &roles)] {
+                    if let Some((a, b)) = change {
+                        set_change(
+                            what,
+                            std::slice::from_ref(a),
+                            std::slice::from_ref(b),
+                            &mut diff.settings,
+                        );
+                    }
+                }
             }
         }
         let (ko, kn) = (keywords_of(old), keywords_of(new));

@@ -194,7 +194,12 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     for p in paths {
         if p.is_dir() {
             let mut stack = vec![p.clone()];
+            // A symlink back up the tree is searched once, not forever.
+            let mut seen = std::collections::HashSet::new();
             while let Some(dir) = stack.pop() {
+                if !seen.insert(std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone())) {
+                    continue;
+                }
                 let entries = std::fs::read_dir(&dir)
                     .map_err(|e| format!("cannot read directory `{}`: {e}", dir.display()))?;
                 for e in entries.flatten() {
@@ -217,7 +222,8 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
                     }
                 }
             }
-        } else if p.is_file() {
+        } else if p.exists() {
+            // Read (or refused, when not a regular file) as given.
             out.push(p.clone());
         } else {
             return Err(format!("no such file or directory `{}`", p.display()));
@@ -419,16 +425,24 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
         error: None,
         uncovered: None,
     };
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::limits::read_text(path, crate::limits::MAX_POLICY_BYTES) {
         Ok(t) => t,
         Err(e) => {
             report.error = Some(format!("{file}: cannot read: {e}"));
             return report;
         }
     };
-    let spec: FileSpec = match serde_yaml::from_str(&text) {
+    let spec: FileSpec = match crate::import::yaml_depth::parse(&text) {
         Ok(s) => s,
-        Err(e) => {
+        Err(crate::import::yaml_depth::YamlError::TooDeep(offset)) => {
+            let (line, column) = crate::import::yaml_depth::line_column(&text, offset);
+            report.error = Some(format!(
+                "{file}:{line}:{column}: malformed test file: YAML nested more than {} levels deep",
+                crate::limits::MAX_YAML_DEPTH
+            ));
+            return report;
+        }
+        Err(crate::import::yaml_depth::YamlError::Syntax(e)) => {
             let at = e
                 .location()
                 .map(|l| format!("{}:{}", l.line(), l.column()))

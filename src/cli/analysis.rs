@@ -134,7 +134,7 @@ pub(crate) fn table(policy: &Path, mode: Option<&str>, format: &str) -> CmdResul
 
 /// Reads queries: one a line, or JSON Lines with a `"text"` field.
 fn read_queries(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path)
+    let text = toolwarden::limits::read_text(path, toolwarden::limits::MAX_DATA_BYTES)
         .map_err(|e| format!("cannot read queries file `{}`: {e}", path.display()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {

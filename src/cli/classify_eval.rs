@@ -24,7 +24,8 @@ pub(crate) fn run(
             .map_err(|e| format!("cannot read standard input: {e}"))?;
         b
     } else {
-        std::fs::read(file).map_err(|e| format!("cannot read `{}`: {e}", file.display()))?
+        toolwarden::limits::read_file(file, toolwarden::limits::MAX_DATA_BYTES)
+            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?
     };
     let rows = parse_labeled(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     let report = evaluate(&policy, &rows).map_err(|e| format!("{}: {e}", file.display()))?;

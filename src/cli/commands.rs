@@ -189,16 +189,17 @@ pub(crate) fn request_of(policy: &Policy, req: &RequestArgs) -> Result<(Request,
 }
 
 fn read_tools_file(path: &Path) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        let reason = match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
-            std::io::ErrorKind::InvalidData => "not valid UTF-8".to_string(),
-            _ => e.to_string(),
-        };
-        format!("cannot read tools file `{}`: {reason}", path.display())
-    })?;
+    let text =
+        toolwarden::limits::read_text(path, toolwarden::limits::MAX_DATA_BYTES).map_err(|e| {
+            let reason = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+                std::io::ErrorKind::InvalidData => "not valid UTF-8".to_string(),
+                _ => e.to_string(),
+            };
+            format!("cannot read tools file `{}`: {reason}", path.display())
+        })?;
     if text.trim_start().starts_with('[') {
         let v: Vec<String> = serde_json::from_str(&text).map_err(|e| {
             format!(

@@ -12,7 +12,7 @@ use super::RequestArgs;
 type CmdResult = Result<i32, String>;
 
 fn read_text(path: &Path, what: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| {
+    toolwarden::limits::read_text(path, toolwarden::limits::MAX_POLICY_BYTES).map_err(|e| {
         format!(
             "cannot read {what} `{}`: {}",
             path.display(),

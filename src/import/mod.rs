@@ -7,6 +7,7 @@
 
 pub mod mcp;
 pub(crate) mod yaml;
+pub(crate) mod yaml_depth;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -296,7 +297,7 @@ impl Policy {
         let version = read_yaml(tool_policies)
             .ok()
             .flatten()
-            .and_then(|text| serde_yaml::from_str::<serde_yaml::Value>(&text).ok())
+            .and_then(|text| yaml_depth::parse::<serde_yaml::Value>(&text).ok())
             .and_then(|v| v.get("version").and_then(serde_yaml::Value::as_u64));
         let stem = if tool_policies.exists() {
             policy_name(tool_policies)

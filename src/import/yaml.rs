@@ -305,7 +305,8 @@ impl<'a, 'd> Reader<'a, 'd> {
         Reader {
             file: f.file,
             text: f.text,
-            index: index_keys(f.text),
+            // Filled by `parse`, once the nesting depth is known to be within the cap.
+            index: HashMap::new(),
             diagnostics,
         }
     }
@@ -342,9 +343,34 @@ impl<'a, 'd> Reader<'a, 'd> {
         if self.text.trim().is_empty() {
             return Some(Value::Mapping(Mapping::new()));
         }
-        match serde_yaml::from_str::<Value>(self.text) {
+        // Nesting is checked before the key index and the YAML parser read the text; both take
+        // time that grows with its depth.
+        let parsed = super::yaml_depth::parse::<Value>(self.text);
+        if !matches!(parsed, Err(super::yaml_depth::YamlError::TooDeep(_))) {
+            self.index = index_keys(self.text);
+        }
+        match parsed {
             Ok(v) => Some(v),
-            Err(e) => {
+            Err(super::yaml_depth::YamlError::TooDeep(at)) => {
+                let end = self
+                    .text
+                    .get(at..)
+                    .and_then(|rest| rest.chars().next())
+                    .map_or(at, |c| at + c.len_utf8());
+                self.error(
+                    Diagnostic::error(
+                        "too-deep",
+                        format!(
+                            "YAML nested more than {} levels deep",
+                            crate::limits::MAX_YAML_DEPTH
+                        ),
+                    )
+                    .at(Span::new(self.file, at, end), "")
+                    .help("flatten the YAML: tool policies need a few levels of nesting"),
+                );
+                None
+            }
+            Err(super::yaml_depth::YamlError::Syntax(e)) => {
                 // From line and column (1-based, in characters), never trusting an index to
                 // fall on a character boundary.
                 let at = e

@@ -266,6 +266,8 @@ pub(crate) fn io_reason(e: &std::io::Error) -> String {
         std::io::ErrorKind::NotFound => "no such file".to_string(),
         std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
         std::io::ErrorKind::IsADirectory => "it is a directory".to_string(),
+        // toolwarden's own reasons (`not a regular file (a FIFO)`) read as written.
+        _ if e.get_ref().is_some() => e.to_string(),
         _ => {
             // Drop the platform's " (os error N)" suffix: the same failure reads the same
             // everywhere.
