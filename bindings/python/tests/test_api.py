@@ -94,6 +94,15 @@ def test_parse_errors_point_into_the_named_text():
     assert d.help == "declared effects are `none`; add `wirte` to `effects` to declare it"
 
 
+def test_a_diagnostic_past_column_65535_is_a_policy_error_not_a_panic():
+    text = 'policy "p" version 1\neffects none\nmode m { }\n' + " " * 70000 + "tool t { effect wrte }\n"
+    with pytest.raises(toolwarden.PolicyError) as e:
+        toolwarden.Policy.parse(text, name="wide.warden")
+    (d,) = e.value.diagnostics
+    assert (d.file, d.line, d.column, d.code) == ("wide.warden", 4, 70017, "undefined-effect")
+    assert "╭─[wide.warden:4:70017]" in str(e.value)
+
+
 def test_an_unreadable_file_is_a_diagnostic_without_a_place(tmp_path):
     missing = tmp_path / "nope.warden"
     with pytest.raises(toolwarden.PolicyError) as e:
