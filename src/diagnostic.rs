@@ -535,7 +535,7 @@ pub const MAX_RENDERED: usize = 50;
 
 /// Renders each diagnostic, separated by blank lines, followed by `N errors, N warnings`.
 ///
-/// At most [`MAX_RENDERED`] diagnostics are drawn with their source; the rest are listed one
+/// At most 50 diagnostics are drawn with their source; the rest are listed one
 /// line each, so a file with thousands of errors still reports in linear time.
 pub fn render_all(diagnostics: &[Diagnostic], sources: &Sources) -> String {
     let mut out = String::new();
