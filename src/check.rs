@@ -14,6 +14,9 @@ use crate::diagnostic::Diagnostic;
 use crate::limits;
 use crate::syntax::ast::*;
 
+mod context;
+pub(crate) use context::PhraseRule;
+
 /// A declared name and where it was declared.
 #[derive(Clone, Debug)]
 pub(crate) struct Sym {
@@ -57,7 +60,10 @@ pub(crate) struct KeywordRule {
 #[derive(Clone, Debug)]
 pub(crate) struct NegationRule {
     pub direction: Direction,
+    /// The window in words; 0 for a negator whose reach is its clause (`clause` is set).
     pub window: u32,
+    /// `negation before|after clause`: the negator reaches to the end (start) of its clause.
+    pub clause: bool,
     pub text: String,
     pub span: Span,
     /// As [`KeywordRule::spellings`].
@@ -134,6 +140,12 @@ pub(crate) struct Model {
     pub combine: Combine,
     pub keywords: Vec<KeywordRule>,
     pub negations: Vec<NegationRule>,
+    /// `quoted count|data|ignore`.
+    pub quoted: Quoted,
+    /// `embedded` phrases: the text after one is quoted content.
+    pub embedded: Vec<PhraseRule>,
+    /// `except` words and phrases: a keyword hit inside one does not count.
+    pub exceptions: Vec<PhraseRule>,
     pub matrices: Vec<MatrixModel>,
     pub modes: Vec<ModeModel>,
     pub default_mode: Option<(usize, Span)>,
@@ -239,6 +251,7 @@ impl Checker {
         self.check_patterns();
         self.check_catch_all_patterns();
         self.check_keywords();
+        self.check_context();
     }
 
     /// Reports a second declaration of something that may appear once.
@@ -649,17 +662,25 @@ impl Checker {
                 }
             }
             Decl::Negation(n) => {
-                if n.window.value == 0 || n.window.value > 16 {
+                let window = match &n.reach {
+                    Reach::Words(w) => w,
+                    Reach::Clause(_) => &Int {
+                        value: 0,
+                        span: n.reach.span(),
+                    },
+                };
+                let clause = matches!(n.reach, Reach::Clause(_));
+                if !clause && (window.value == 0 || window.value > 16) {
                     self.error(
                         Diagnostic::error(
                             "bad-window",
                             format!(
                                 "a negation window of {} words is out of range",
-                                n.window.value
+                                window.value
                             ),
                         )
-                        .at(n.window.span, "")
-                        .help("use a window from 1 to 16 words"),
+                        .at(window.span, "")
+                        .help("use a window from 1 to 16 words, or `clause` to reach the whole clause"),
                     );
                     return;
                 }
@@ -678,7 +699,8 @@ impl Checker {
                         }
                         self.model.negations.push(NegationRule {
                             direction: n.direction,
-                            window: n.window.value as u32,
+                            window: window.value as u32,
+                            clause,
                             text: e.text.clone(),
                             span: e.span,
                             spellings: Vec::new(),
@@ -774,6 +796,13 @@ impl Checker {
                     self.model.fold_accents = *fold;
                 }
             }
+            Decl::Quoted { quoted, span } => {
+                if self.single("quoted", *span) {
+                    self.model.quoted = *quoted;
+                }
+            }
+            Decl::Embedded(d) => self.resolve_phrases(d, false),
+            Decl::Except(d) => self.resolve_phrases(d, true),
             Decl::TrustAnnotations { tighten, span } => {
                 if self.single("trust annotations", *span) {
                     self.model.ignore_annotations = !*tighten;
