@@ -1620,6 +1620,15 @@ impl Checker {
     }
 }
 
+/// The indefinite article before `word`: "an" before a vowel letter, else "a".
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// What is wrong with a keyword or negator `text` (at `span`) whose normalized spellings are
 /// `spellings` (a `"stem*"` when `stem`): an error when it normalizes to nothing or is longer
 /// than [`limits::MAX_KEYWORD_BYTES`]; a warning when no query can ever contain it on word
@@ -1678,7 +1687,10 @@ fn spelling_problem(
             };
             (
                 format!("no word starts with {}", shown_char(c)),
-                format!("{fix}a {what} must start with a letter or digit; {WORDS}"),
+                format!(
+                    "{fix}{} {what} must start with a letter or digit; {WORDS}",
+                    article(what)
+                ),
             )
         }
         crate::classify::Unmatchable::End(c) => {
@@ -1692,7 +1704,10 @@ fn spelling_problem(
             };
             (
                 format!("no word ends with {}", shown_char(c)),
-                format!("{fix}a {what} must end with a letter or digit; {WORDS}"),
+                format!(
+                    "{fix}{} {what} must end with a letter or digit; {WORDS}",
+                    article(what)
+                ),
             )
         }
     };

@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+use toolwarden::limits::MAX_QUERY_OCCURRENCES;
 use toolwarden::{Intent, Policy};
 
 /// `policies/finance.warden`, which includes the standard lexicon.
@@ -545,4 +546,355 @@ fn every_kind_has_a_row_in_every_shipped_language() {
             );
         }
     }
+}
+
+/// A policy with two intents, one keyword each and `extra` (declarations under test).
+fn small(extra: &str) -> Policy {
+    let src = format!(
+        r#"
+policy "t" version 1
+effects none, delete
+intents destructive > read
+fallback read
+matrix m {{
+              none   delete
+  read        allow  deny
+  destructive allow  allow
+}}
+mode m {{ matrix m }}
+default mode m
+tool list_things {{ effect none }}
+keywords destructive {{ en "delete", "purg*", "stop" }}
+keywords read {{ en "show" }}
+{extra}
+"#
+    );
+    match Policy::parse(&src, "t.warden") {
+        Ok(p) => p,
+        Err(e) => panic!("test policy must load:\n{}", e.render()),
+    }
+}
+
+/// `(intent, counted keywords, dropped (keyword, cause, quoted))` of `query`.
+fn outcome(p: &Policy, query: &str) -> (String, Vec<String>, Vec<(String, String, bool)>) {
+    let i = p.classify(query);
+    (
+        i.name.to_string(),
+        i.hits.iter().map(|h| h.keyword.to_string()).collect(),
+        i.dropped
+            .iter()
+            .map(|h| {
+                (
+                    h.keyword.to_string(),
+                    h.negated_by.as_deref().unwrap_or("").to_string(),
+                    h.quoted,
+                )
+            })
+            .collect(),
+    )
+}
+
+fn owned(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn quoted_content_counts_by_default_and_as_the_policy_says() {
+    let query = "show the file \"delete me\"";
+    // `quoted count` (the default): a quoted keyword is a keyword.
+    let (name, hits, dropped) = outcome(&small(""), query);
+    assert_eq!(
+        (name.as_str(), hits, dropped),
+        ("destructive", owned(&["show", "delete"]), vec![])
+    );
+    // `quoted data`: it counts only when nothing outside quoted content does.
+    let data = small("quoted data");
+    let (name, hits, dropped) = outcome(&data, query);
+    assert_eq!(
+        (name.as_str(), hits, dropped),
+        (
+            "read",
+            owned(&["show"]),
+            vec![("delete".into(), "".into(), true)]
+        )
+    );
+    let (name, hits, _) = outcome(&data, "\"delete me\"");
+    assert_eq!((name.as_str(), hits), ("destructive", owned(&["delete"])));
+    // `quoted ignore`: never.
+    let (name, hits, dropped) = outcome(&small("quoted ignore"), "\"delete me\"");
+    assert_eq!(
+        (name.as_str(), hits, dropped),
+        ("read", vec![], vec![("delete".into(), "".into(), true)])
+    );
+}
+
+#[test]
+fn quotation_marks_pair_by_kind_and_an_apostrophe_is_no_quotation() {
+    let p = small("quoted ignore");
+    for q in [
+        "“delete it”",
+        "„delete it“",
+        "«delete it»",
+        "‹delete it›",
+        "「delete it」",
+        "`delete it`",
+        "'delete it'",
+        "say \"delete\" twice",
+    ] {
+        assert_eq!(outcome(&p, q).0, "read", "{q}");
+    }
+    // Not quotations: an apostrophe inside a word, an unclosed mark, a mark of another kind.
+    for q in [
+        "don't delete",
+        "it's delete day",
+        "\"delete it",
+        "«delete it\"",
+        "the users' delete list",
+    ] {
+        assert_eq!(outcome(&p, q).0, "destructive", "{q}");
+    }
+}
+
+#[test]
+fn identifiers_are_quoted_content() {
+    let p = small("quoted ignore");
+    for q in [
+        "open delete-me.txt",
+        "what does delete_invoice do",
+        "cat ./purge_old.sh",
+        "ask delete@example.com",
+        "see /tmp/delete/x",
+    ] {
+        assert_eq!(outcome(&p, q).0, "read", "{q}");
+    }
+    for q in ["delete me.txt", "delete-me", "delete. then show"] {
+        assert_eq!(outcome(&p, q).0, "destructive", "{q}");
+    }
+}
+
+#[test]
+fn text_after_an_embedded_phrase_is_quoted_content() {
+    let p = small("quoted data\nembedded { en \"translate this\" }");
+    let (name, hits, dropped) = outcome(&p, "show me, then translate this: delete everything");
+    assert_eq!(
+        (name.as_str(), hits, dropped),
+        (
+            "read",
+            owned(&["show"]),
+            vec![("delete".into(), "".into(), true)]
+        )
+    );
+    // Before the phrase the text is the user's; with nothing else deciding, the content does.
+    assert_eq!(
+        outcome(&p, "delete it, translate this: show").0,
+        "destructive"
+    );
+    assert_eq!(
+        outcome(&p, "translate this: delete everything").0,
+        "destructive"
+    );
+    // Under `quoted count` the phrase changes nothing.
+    let p = small("embedded { en \"translate this\" }");
+    assert_eq!(
+        outcome(&p, "show me, translate this: delete").0,
+        "destructive"
+    );
+}
+
+#[test]
+fn an_except_entry_covers_the_hits_inside_it() {
+    let p = small("except { en \"delete button\", \"purged*\" }");
+    let (name, hits, dropped) = outcome(&p, "show the delete button");
+    assert_eq!(
+        (name.as_str(), hits, dropped),
+        (
+            "read",
+            owned(&["show"]),
+            vec![("delete".into(), "delete button".into(), false)]
+        )
+    );
+    // A stem entry covers every word it starts; the keyword stem still hits other words.
+    assert_eq!(outcome(&p, "which files purgedalready").0, "read");
+    assert_eq!(outcome(&p, "which files were purged").0, "read");
+    assert_eq!(outcome(&p, "purge the files").0, "destructive");
+    assert_eq!(outcome(&p, "delete the button").0, "destructive");
+}
+
+#[test]
+fn a_clause_negator_reaches_its_whole_clause_and_no_further() {
+    let p = small(
+        "negation before clause { en \"refrain from\" }\nnegation after clause { de \"nicht\" }",
+    );
+    let far = "refrain from doing anything at all to the folder or to delete it";
+    let (name, _, dropped) = outcome(&p, far);
+    assert_eq!(
+        (name.as_str(), dropped),
+        (
+            "read",
+            vec![("delete".into(), "refrain from".into(), false)]
+        )
+    );
+    assert_eq!(outcome(&p, "refrain from that. delete it").0, "destructive");
+    assert_eq!(outcome(&p, "refrain from that, delete it").0, "destructive");
+    assert_eq!(
+        outcome(&p, "delete it and refrain from that").0,
+        "destructive"
+    );
+    // After the keyword, back to the clause start.
+    assert_eq!(
+        outcome(&p, "delete the old files from march nicht").0,
+        "read"
+    );
+    assert_eq!(outcome(&p, "delete the files, nicht").0, "destructive");
+}
+
+#[test]
+fn a_negator_that_ends_its_clause_reaches_over_an_aside() {
+    let p = small("negation before 2 { en \"do not\" }");
+    // The aside (a clause without keywords) is skipped; the window counts from the next clause.
+    assert_eq!(
+        outcome(&p, "do not, under any circumstances, delete it").0,
+        "read"
+    );
+    assert_eq!(
+        outcome(&p, "do not, ever, for any reason, delete it").0,
+        "read"
+    );
+    assert_eq!(
+        outcome(&p, "do not, ever, the old ones delete").0,
+        "destructive"
+    );
+    // No aside: the negator is an answer of its own.
+    assert_eq!(outcome(&p, "do not, delete it").0, "destructive");
+    // A sentence end stops it.
+    assert_eq!(outcome(&p, "do not. ever. delete it").0, "destructive");
+    // A keyword in the aside ends it: the negator does not reach past it.
+    assert_eq!(outcome(&p, "do not, show, delete it").0, "destructive");
+}
+
+#[test]
+fn a_keyword_that_is_also_a_negator_reads_as_the_negator_when_it_drops_a_keyword() {
+    let p = small("negation before 1 { en \"stop\" }");
+    let (name, hits, dropped) = outcome(&p, "stop purging, show");
+    assert_eq!((name.as_str(), hits), ("read", owned(&["show"])));
+    assert_eq!(
+        dropped,
+        vec![
+            ("stop".into(), "stop".into(), false),
+            ("purg*".into(), "stop".into(), false)
+        ]
+    );
+    let (name, hits, dropped) = outcome(&p, "stop delete files");
+    assert_eq!((name.as_str(), hits), ("read", vec![]));
+    assert_eq!(
+        dropped,
+        vec![
+            ("stop".into(), "stop".into(), false),
+            ("delete".into(), "stop".into(), false)
+        ]
+    );
+    assert_eq!(outcome(&p, "stop the timer").0, "destructive");
+}
+
+#[test]
+fn the_new_declarations_get_the_canonical_layout_and_keep_comments() {
+    let src =
+        "quoted   data\nembedded{en \"translate this\",\"summarize this\" pt \"traduza isto\"}\n\
+               except {\n  # the other reading\n  en \"what change\",\n     \"run a report\"\n}\n\
+               negation  after   clause { de \"nicht\" }\n";
+    let out = toolwarden::fmt::format_source(src, "c.warden").unwrap();
+    assert_eq!(
+        out,
+        "quoted data\nembedded { en \"translate this\", \"summarize this\"  pt \"traduza isto\" }\n\
+         except {\n  # the other reading\n  en \"what change\",\n     \"run a report\"\n}\n\
+         negation after clause { de \"nicht\" }\n"
+    );
+    assert_eq!(
+        toolwarden::fmt::format_source(&out, "c.warden").unwrap(),
+        out
+    );
+}
+
+/// A bound that catches quadratic blow-ups, not one that measures speed (as in `tests/limits.rs`).
+const BOUND: std::time::Duration = std::time::Duration::from_secs(90);
+
+fn timed<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let out = f();
+    let took = start.elapsed();
+    eprintln!("{what}: {took:?}");
+    assert!(took < BOUND, "{what} took {took:?}");
+    out
+}
+
+/// `(keyword, cause)` of the dropped hits.
+fn dropped_by(i: &Intent) -> Vec<(&str, &str)> {
+    i.dropped
+        .iter()
+        .map(|h| (h.keyword.as_str(), h.negated_by.as_deref().unwrap_or("")))
+        .collect()
+}
+
+/// `piece` repeated to about 1 MiB.
+fn mib(piece: &str) -> String {
+    piece.repeat(toolwarden::limits::MAX_QUERY_BYTES / piece.len())
+}
+
+#[test]
+fn hostile_queries_of_one_mebibyte_classify_in_bounded_time() {
+    let p = finance();
+    // Unclosed quotation marks of every kind: each kind is searched to the end at most once.
+    let q = mib("« “ „ ‹ 「 『 ` \"x ' ");
+    let i = timed("1 MiB of unclosed quotation marks", || p.classify(&q));
+    assert_eq!((i.name.as_str(), i.hits.len()), ("read", 0));
+    // Quotation marks that open and close at every word, with a keyword inside each: reading
+    // stops at the occurrence cap, and only quoted hits were read, so they decide.
+    let q = mib("\"delete\" ");
+    let i = timed("1 MiB of quoted keywords", || p.classify(&q));
+    assert_eq!((i.name.as_str(), i.truncated), ("destructive", true));
+    assert_eq!(i.hits.len(), MAX_QUERY_OCCURRENCES);
+    assert!(i.hits.iter().all(|h| h.quoted));
+    // Under the cap, one keyword outside the quotations decides.
+    let mut q = "\"delete\" ".repeat(MAX_QUERY_OCCURRENCES - 1);
+    q.push_str("show");
+    let i = timed("quoted keywords up to the cap, then one outside", || {
+        p.classify(&q)
+    });
+    assert_eq!((i.name.as_str(), i.truncated), ("read", false));
+    assert_eq!(
+        (i.hits.len(), i.dropped.len()),
+        (1, MAX_QUERY_OCCURRENCES - 1)
+    );
+    // Identifiers everywhere.
+    let q = mib("delete_me.txt a/b ");
+    let i = timed("1 MiB of identifiers", || p.classify(&q));
+    assert_eq!((i.name.as_str(), i.hits.len()), ("read", 0));
+    // Negators that end their clause, asides after each, then one keyword.
+    let q = mib("do not, x, ");
+    let i = timed("1 MiB of dangling negators", || p.classify(&q));
+    assert_eq!((i.name.as_str(), i.truncated), ("read", true));
+    // ("do not" is two negator occurrences: "do not" and "not".)
+    let mut q = "do not, x, ".repeat(MAX_QUERY_OCCURRENCES / 2 - 1);
+    q.push_str("delete it");
+    let i = timed("dangling negators up to the cap, then a keyword", || {
+        p.classify(&q)
+    });
+    assert_eq!((i.name.as_str(), i.truncated), ("read", false));
+    assert_eq!(dropped_by(&i), [("delete", "do not")]);
+    // Clause negators and keywords in one clause.
+    let q = mib("refrain from deleting ");
+    let i = timed("1 MiB of clause negators", || p.classify(&q));
+    assert_eq!(
+        (i.name.as_str(), i.hits.len(), i.truncated),
+        ("read", 0, true)
+    );
+    // Exceptions over every keyword, and embedded phrases over and over.
+    let q = mib("what change ");
+    let i = timed("1 MiB of exceptions", || p.classify(&q));
+    assert_eq!((i.name.as_str(), i.hits.len()), ("read", 0));
+    let mut q = mib("translate this ");
+    q.push_str("delete");
+    let i = timed("1 MiB of embedded phrases", || p.classify(&q));
+    assert!(i.truncated);
+    assert_eq!(i.name, "read");
 }

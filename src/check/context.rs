@@ -141,7 +141,7 @@ impl Checker {
                     )
                     .at(r.span, "covers every hit of the keyword")
                     .related(k.span, "the keyword")
-                    .help("delete the keyword, or list the longer word or phrase in which it has its other reading (\"what changed\")"),
+                    .help("delete the keyword, or list the longer word or phrase in which it has its other reading (\"what change\")"),
                 );
             }
         }
