@@ -9,11 +9,19 @@
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
 //! keyword hit with a negator within the negation window (in words, before or after) and in the
-//! same clause (no `.` `!` `?` `;` `,` `:`, parenthesis or dash between) is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! same clause (no `.` `!` `?` `;` `,` `:`, parenthesis or dash between) is dropped and reported in [`Intent::dropped`].
+//! A negator declared `clause` reaches its whole clause on its side; a `before` negator that ends
+//! its clause reaches over an aside (clauses without a keyword) into the next clause of its
+//! sentence; a keyword that is also a negator occurrence that dropped another hit is dropped too.
+//! A hit inside an occurrence of an `except` entry is dropped. Under `quoted data` a hit inside
+//! quoted content (paired quotation marks, the text after an `embedded` phrase, identifiers)
+//! counts only when no other hit counts; under `quoted ignore` never. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
-//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), and at
-//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded. A call allocates only its result (the
+//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), at
+//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded, one pass over the clauses for
+//! the negators that reach past their window, one over the text for quoted content, and a
+//! binary search per hit for the `except` entries and the negators that dropped a hit. A call allocates only its result (the
 //! working buffers are kept per thread).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
@@ -1382,8 +1390,8 @@ impl Classifier {
         let reaches = !negators.is_empty()
             && self.reaches(negators, keywords, words.len(), clauses, sentences, reach);
         quoted.clear();
-        if self.quoted != Quoted::Count {
-            quoted_ranges(bytes, marks, quoted);
+        if self.quoted != Quoted::Count && !keywords.is_empty() {
+            quoted_ranges(bytes, words, marks, quoted);
         }
         // Exceptions by start, each with the farthest end of any starting at or before it.
         excepts.clear();
@@ -1448,7 +1456,9 @@ impl Classifier {
                 continue;
             };
             let entry = &self.keywords[k];
-            let inside = !quoted.is_empty() && in_ranges(quoted, f.start, f.end);
+            let inside = self.quoted != Quoted::Count
+                && ((!quoted.is_empty() && in_ranges(quoted, f.start, f.end))
+                    || in_identifier(bytes, f.start, f.end));
             let hit = Hit {
                 keyword: entry.text.clone(),
                 intent: self
@@ -1687,10 +1697,16 @@ fn gap_ends_sentence(gap: &[u8]) -> bool {
         || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
 }
 
-/// Fills `out` with the quoted content of normalized `text`, as sorted disjoint byte ranges:
-/// the text after the first `embedded` phrase in `marks` (to the end), text between paired
-/// quotation marks, and identifiers (see [`identifier_ranges`]). One pass over the text.
-fn quoted_ranges(text: &[u8], marks: &[Found], out: &mut Vec<(usize, usize)>) {
+/// Fills `out` with the quoted content of normalized `text` but for identifiers (see
+/// [`in_identifier`]), as sorted disjoint byte ranges: the text after the first `embedded`
+/// phrase in `marks` (to the end), and text between paired quotation marks. One pass over the
+/// text, skipped when it holds no quotation mark.
+fn quoted_ranges(
+    text: &[u8],
+    words: &[(usize, usize)],
+    marks: &[Found],
+    out: &mut Vec<(usize, usize)>,
+) {
     out.clear();
     if let Some(g) = marks
         .iter()
@@ -1698,8 +1714,14 @@ fn quoted_ranges(text: &[u8], marks: &[Found], out: &mut Vec<(usize, usize)>) {
     {
         out.push((g.end, text.len()));
     }
-    quotation_ranges(text, out);
-    identifier_ranges(text, out);
+    // A fold without early exit, which the compiler vectorizes: most queries hold no mark.
+    let marked = text.iter().fold(false, |any, &b| {
+        any | matches!(b, b'"' | b'`' | b'\'' | 0xC2 | 0xE2 | 0xE3)
+    });
+    if !marked {
+        return;
+    }
+    quotation_ranges(text, words, out);
     out.sort_unstable();
     // Merge overlapping ranges.
     let mut w = 0;
@@ -1750,86 +1772,92 @@ fn wordy(text: &[u8], i: usize) -> bool {
         .is_some_and(|&b| b.is_ascii_alphanumeric() || b >= 0x80)
 }
 
-/// Adds to `out` the text between paired quotation marks of `text` (the marks included). A
-/// mark opens where no letter or digit stands before it (`don't` holds no quotation) and
-/// closes at the first matching mark after it, which for `'` must have no letter or digit
-/// after it; quotation marks inside a quotation are read as text. An unclosed mark quotes
-/// nothing. Linear: a search for a closing mark either ends the quotation, and reading goes
-/// on after it, or reaches the end, and no later opener of that kind is searched from.
-fn quotation_ranges(text: &[u8], out: &mut Vec<(usize, usize)>) {
+/// Adds to `out` the text between paired quotation marks of `text` (the marks included), whose
+/// words are `words`. A mark opens where no letter or digit stands before it (`don't` holds no
+/// quotation) and closes at the first matching mark after it, which for `'` must have no letter
+/// or digit after it; quotation marks inside a quotation are read as text. An unclosed mark
+/// quotes nothing. Only the bytes between words are read (a quotation mark is never inside a
+/// word), in one pass, begun again after an unclosed mark at most once per kind of mark.
+fn quotation_ranges(text: &[u8], words: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
     let mut unclosed = [false; 9];
-    let mut i = 0;
-    while i < text.len() {
-        let b = text[i];
-        if !matches!(b, b'"' | b'`' | b'\'' | 0xC2 | 0xE2 | 0xE3) || (i > 0 && wordy(text, i - 1)) {
-            i += 1;
-            continue;
-        }
-        let Some((closers, len, kind)) = quote_opener(&text[i..]) else {
-            i += 1;
-            continue;
-        };
-        if unclosed[kind] || (b == b'\'' && !wordy(text, i + 1)) {
-            i += 1;
-            continue;
-        }
-        let from = i;
-        let mut j = i + len;
-        let mut closed = None;
-        while j < text.len() {
-            if let Some(c) = closers.iter().find(|c| text[j..].starts_with(c)) {
-                if b != b'\'' || !wordy(text, j + 1) {
-                    closed = Some(j + c.len());
-                    break;
+    let mut resume = 0;
+    'pass: loop {
+        // The open quotation: its kind, where it starts, its closing marks.
+        let mut open: Option<(usize, usize, &'static [&'static [u8]])> = None;
+        let gaps = std::iter::once(0)
+            .chain(words.iter().map(|w| w.1))
+            .zip(words.iter().map(|w| w.0).chain([text.len()]));
+        for (from, to) in gaps {
+            for j in from.max(resume)..to {
+                let b = text[j];
+                if !matches!(b, b'"' | b'`' | b'\'' | 0xC2 | 0xE2 | 0xE3) {
+                    continue;
+                }
+                match open {
+                    Some((_, start, closers)) => {
+                        if let Some(c) = closers.iter().find(|c| text[j..].starts_with(c)) {
+                            let apostrophe = text[start] == b'\'';
+                            if !apostrophe || !wordy(text, j + c.len()) {
+                                out.push((start, j + c.len()));
+                                open = None;
+                            }
+                        }
+                    }
+                    None => {
+                        if j > 0 && wordy(text, j - 1) {
+                            continue;
+                        }
+                        let Some((closers, len, kind)) = quote_opener(&text[j..]) else {
+                            continue;
+                        };
+                        if unclosed[kind] || (b == b'\'' && !wordy(text, j + len)) {
+                            continue;
+                        }
+                        open = Some((kind, j, closers));
+                    }
                 }
             }
-            j += 1;
         }
-        match closed {
-            Some(end) => {
-                out.push((from, end));
-                i = end;
-            }
-            // No closing mark after it, so none after a later opener of its kind either.
-            None => {
+        match open {
+            // No closing mark after it, so none after a later opener of its kind either: read
+            // again from just after it.
+            Some((kind, start, _)) => {
                 unclosed[kind] = true;
-                i += len;
+                resume = start + 1;
+                continue 'pass;
             }
+            None => break,
         }
     }
 }
 
-/// Adds to `out` the identifiers of `text`: each run of characters other than space that holds
-/// `_`, `/`, `\\`, `@`, or a `.` between two letters or digits (`delete_invoice`,
-/// `remove_old.sh`, `delete-me.txt`, `/tmp/x`), without the punctuation around it. One pass.
-fn identifier_ranges(text: &[u8], out: &mut Vec<(usize, usize)>) {
-    let mut start = 0;
-    while start < text.len() {
-        let end = text[start..]
-            .iter()
-            .position(|&b| b == b' ')
-            .map_or(text.len(), |p| start + p);
-        let token = &text[start..end];
-        let marked = token.iter().enumerate().any(|(k, &b)| match b {
-            b'_' | b'/' | b'\\' | b'@' => true,
-            b'.' => wordy(token, k.wrapping_sub(1)) && wordy(token, k + 1),
-            _ => false,
-        });
-        if marked {
-            let lo = token
-                .iter()
-                .position(|&b| b.is_ascii_alphanumeric() || b >= 0x80 || b == b'_' || b == b'/');
-            let hi = token
-                .iter()
-                .rposition(|&b| b.is_ascii_alphanumeric() || b >= 0x80 || b == b'_');
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                if lo <= hi {
-                    out.push((start + lo, start + hi + 1));
-                }
-            }
-        }
-        start = end + 1;
-    }
+/// The most bytes [`in_identifier`] reads on each side of a hit.
+const IDENTIFIER_REACH: usize = 64;
+
+/// Whether the hit at `start..end` of normalized `text` stands in an identifier: a run of
+/// characters other than space that holds `_`, `/`, `\\`, `@`, or a `.` between two letters or
+/// digits (`delete_invoice`, `remove_old.sh`, `delete-me.txt`, `/tmp/x`), or that runs on for
+/// more than [`IDENTIFIER_REACH`] bytes on one side of the hit (no word of a language is that
+/// long). Reads at most that many bytes on each side, so a query's hits cost linear time.
+fn in_identifier(text: &[u8], start: usize, end: usize) -> bool {
+    let lo = start.saturating_sub(IDENTIFIER_REACH);
+    let hi = (end + IDENTIFIER_REACH).min(text.len());
+    let from = match text[lo..start].iter().rposition(|&b| b == b' ') {
+        Some(p) => lo + p + 1,
+        None if lo > 0 => return true,
+        None => 0,
+    };
+    let to = match text[end..hi].iter().position(|&b| b == b' ') {
+        Some(p) => end + p,
+        None if hi < text.len() => return true,
+        None => text.len(),
+    };
+    let token = &text[from..to];
+    token.iter().enumerate().any(|(k, &b)| match b {
+        b'_' | b'/' | b'\\' | b'@' => true,
+        b'.' => wordy(token, k.wrapping_sub(1)) && wordy(token, k + 1),
+        _ => false,
+    })
 }
 
 /// Whether the byte range `start..end` lies inside one of `ranges` (sorted, disjoint).
