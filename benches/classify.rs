@@ -77,6 +77,11 @@ const QUERIES: &[(&str, &str)] = &[
          extrato do banco e depois cadastrar um novo fornecedor com os dados que mandei ontem à tarde? Obrigado!",
     ),
     (
+        "en_context_200",
+        "Do not, under any circumstances, delete the March invoices; instead of exporting \
+         \"all_rows.csv\", show me which ones were cancelled and summarize this: \"remove the old vendors\". Thank you so much!",
+    ),
+    (
         "fa_200",
         "لطفاً فاکتورهای ماه گذشته را با صورت‌حساب بانک مقایسه کن و اگر مغایرتی دیدی یک گزارش کوتاه برای من بفرست، ممنون",
     ),

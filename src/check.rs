@@ -15,6 +15,9 @@ use crate::limits;
 use crate::relation::Relation;
 use crate::syntax::ast::*;
 
+mod context;
+pub(crate) use context::PhraseRule;
+
 /// A declared name and where it was declared.
 #[derive(Clone, Debug)]
 pub(crate) struct Sym {
@@ -58,7 +61,10 @@ pub(crate) struct KeywordRule {
 #[derive(Clone, Debug)]
 pub(crate) struct NegationRule {
     pub direction: Direction,
+    /// The window in words; 0 for a negator whose reach is its clause (`clause` is set).
     pub window: u32,
+    /// `negation before|after clause`: the negator reaches to the end (start) of its clause.
+    pub clause: bool,
     pub text: String,
     pub span: Span,
     /// As [`KeywordRule::spellings`].
@@ -135,6 +141,12 @@ pub(crate) struct Model {
     pub combine: Combine,
     pub keywords: Vec<KeywordRule>,
     pub negations: Vec<NegationRule>,
+    /// `quoted count|data|ignore`.
+    pub quoted: Quoted,
+    /// `embedded` phrases: the text after one is quoted content.
+    pub embedded: Vec<PhraseRule>,
+    /// `except` words and phrases: a keyword hit inside one does not count.
+    pub exceptions: Vec<PhraseRule>,
     pub matrices: Vec<MatrixModel>,
     pub modes: Vec<ModeModel>,
     pub default_mode: Option<(usize, Span)>,
@@ -240,6 +252,7 @@ impl Checker {
         self.check_patterns();
         self.check_catch_all_patterns();
         self.check_keywords();
+        self.check_context();
     }
 
     /// Reports a second declaration of something that may appear once.
@@ -650,17 +663,25 @@ impl Checker {
                 }
             }
             Decl::Negation(n) => {
-                if n.window.value == 0 || n.window.value > 16 {
+                let window = match &n.reach {
+                    Reach::Words(w) => w,
+                    Reach::Clause(_) => &Int {
+                        value: 0,
+                        span: n.reach.span(),
+                    },
+                };
+                let clause = matches!(n.reach, Reach::Clause(_));
+                if !clause && (window.value == 0 || window.value > 16) {
                     self.error(
                         Diagnostic::error(
                             "bad-window",
                             format!(
                                 "a negation window of {} words is out of range",
-                                n.window.value
+                                window.value
                             ),
                         )
-                        .at(n.window.span, "")
-                        .help("use a window from 1 to 16 words"),
+                        .at(window.span, "")
+                        .help("use a window from 1 to 16 words, or `clause` to reach the whole clause"),
                     );
                     return;
                 }
@@ -679,7 +700,8 @@ impl Checker {
                         }
                         self.model.negations.push(NegationRule {
                             direction: n.direction,
-                            window: n.window.value as u32,
+                            window: window.value as u32,
+                            clause,
                             text: e.text.clone(),
                             span: e.span,
                             spellings: Vec::new(),
@@ -775,6 +797,13 @@ impl Checker {
                     self.model.fold_accents = *fold;
                 }
             }
+            Decl::Quoted { quoted, span } => {
+                if self.single("quoted", *span) {
+                    self.model.quoted = *quoted;
+                }
+            }
+            Decl::Embedded(d) => self.resolve_phrases(d, false),
+            Decl::Except(d) => self.resolve_phrases(d, true),
             Decl::TrustAnnotations { tighten, span } => {
                 if self.single("trust annotations", *span) {
                     self.model.ignore_annotations = !*tighten;
@@ -1624,6 +1653,15 @@ impl Checker {
     }
 }
 
+/// The indefinite article before `word`: "an" before a vowel letter, else "a".
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// What is wrong with a keyword or negator `text` (at `span`) whose normalized spellings are
 /// `spellings` (a `"stem*"` when `stem`): an error when it normalizes to nothing or is longer
 /// than [`limits::MAX_KEYWORD_BYTES`]; a warning when no query can ever contain it on word
@@ -1682,7 +1720,10 @@ fn spelling_problem(
             };
             (
                 format!("no word starts with {}", shown_char(c)),
-                format!("{fix}a {what} must start with a letter or digit; {WORDS}"),
+                format!(
+                    "{fix}{} {what} must start with a letter or digit; {WORDS}",
+                    article(what)
+                ),
             )
         }
         crate::classify::Unmatchable::End(c) => {
@@ -1696,7 +1737,10 @@ fn spelling_problem(
             };
             (
                 format!("no word ends with {}", shown_char(c)),
-                format!("{fix}a {what} must end with a letter or digit; {WORDS}"),
+                format!(
+                    "{fix}{} {what} must end with a letter or digit; {WORDS}",
+                    article(what)
+                ),
             )
         }
     };

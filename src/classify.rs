@@ -9,11 +9,19 @@
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
 //! keyword hit with a negator within the negation window (in words, before or after) and in the
-//! same clause (no `.` `!` `?` `;` `,` `:`, parenthesis or dash between) is dropped and reported in [`Intent::dropped`]. Under `combine priority` the highest-priority intent
+//! same clause (no `.` `!` `?` `;` `,` `:`, parenthesis or dash between) is dropped and reported in [`Intent::dropped`].
+//! A negator declared `clause` reaches its whole clause on its side; a `before` negator that ends
+//! its clause reaches over an aside (clauses without a keyword) into the next clause of its
+//! sentence; a keyword that is also a negator occurrence that dropped another hit is dropped too.
+//! A hit inside an occurrence of an `except` entry is dropped. Under `quoted data` a hit inside
+//! quoted content (paired quotation marks, the text after an `embedded` phrase, identifiers)
+//! counts only when no other hit counts; under `quoted ignore` never. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
-//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), and at
-//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded. A call allocates only its result (the
+//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), at
+//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded, one pass over the clauses for
+//! the negators that reach past their window, one over the text for quoted content, and a
+//! binary search per hit for the `except` entries and the negators that dropped a hit. A call allocates only its result (the
 //! working buffers are kept per thread).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
@@ -31,7 +39,7 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::check::{Model, NegationRule};
 use crate::limits;
-use crate::syntax::ast::{Combine, Direction};
+use crate::syntax::ast::{Combine, Direction, Quoted};
 
 /// One keyword found in a query.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -45,9 +53,14 @@ pub struct Hit {
     /// Byte range of the match in the original query text (for a `"stem*"` keyword, the whole
     /// word it starts).
     pub span: (usize, usize),
-    /// For a dropped hit, the negator that cancelled it.
+    /// For a dropped hit, the negator that cancelled it, or the `except` word or phrase it
+    /// stands in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub negated_by: Option<ArcStr>,
+    /// Whether the hit stands in quoted content: between quotation marks, after an `embedded`
+    /// phrase, or inside an identifier (`delete_me.txt`). Always false under `quoted count`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub quoted: bool,
 }
 
 /// The classification of one query: the intent to gate tools with, and why.
@@ -635,6 +648,10 @@ enum Target {
     Keyword(usize),
     /// Negation rule index.
     Negator(usize),
+    /// `embedded` phrase index.
+    Embedded(usize),
+    /// `except` entry index.
+    Except(usize),
 }
 
 /// One keyword or negator spelling that a needle stands for.
@@ -684,6 +701,11 @@ pub(crate) struct Classifier {
     negator_texts: Vec<ArcStr>,
     /// Widest negation window, in words.
     max_window: u32,
+    /// The text of each `except` entry, as dropped hits report it.
+    except_texts: Vec<ArcStr>,
+    /// Whether the automaton holds `embedded` or `except` entries.
+    has_marks: bool,
+    quoted: Quoted,
     intents: Vec<ArcStr>,
     fallback: Option<u8>,
     combine: Combine,
@@ -842,6 +864,81 @@ struct Scratch {
     clauses: Vec<u32>,
     keywords: Vec<Found>,
     negators: Vec<Found>,
+    /// Occurrences of `embedded` phrases and `except` entries.
+    marks: Vec<Found>,
+    /// For each word, how many sentence ends come before it (see [`clause_starts`]).
+    sentences: Vec<u32>,
+    /// Where negators that reach their whole clause reach.
+    reach: Reaches,
+    /// Quoted content, as sorted disjoint byte ranges of the normalized text.
+    quoted: Vec<(usize, usize)>,
+    /// Exception occurrences by start: `(start, farthest end so far, entry)`.
+    excepts: Vec<(usize, usize, usize)>,
+    /// What cancels each keyword occurrence.
+    decided: Vec<Cause>,
+    /// Negator occurrences that cancelled a keyword hit: `(start, rule, (start, end))`, the
+    /// end made the farthest so far once sorted.
+    used: Vec<(usize, usize, (usize, usize))>,
+}
+
+/// What cancels a keyword occurrence.
+#[derive(Clone, Copy, Debug)]
+enum Cause {
+    None,
+    /// A negator of this negation rule.
+    Negator(usize),
+    /// This `except` entry.
+    Except(usize),
+}
+
+/// A negator occurrence that reaches past its window: where it stands (its end for `before`,
+/// its start for `after`), its rule, its span, and the last word it reaches (`u32::MAX`: the
+/// end of the clause).
+type Reacher = (usize, usize, (usize, usize), u32);
+
+/// Where negators reach beyond their window, computed once per query (keyword hits then look
+/// their clause up): those that reach their whole clause (`negation before|after clause`), and
+/// those that end their clause before a keyword-free aside ("do not, under any circumstances,
+/// delete").
+#[derive(Default)]
+struct Reaches {
+    /// For each clause, the first `before clause` negator in it.
+    before: Vec<Option<Reacher>>,
+    /// For each clause, the last `after clause` negator in it.
+    after: Vec<Option<Reacher>>,
+    /// For each clause, the first negator that reaches it over an aside: the negator ends an
+    /// earlier clause of the sentence, and the clauses between hold no keyword.
+    aside: Vec<Option<Reacher>>,
+    /// For each clause, the first clause from it on in its sentence that holds a keyword
+    /// (`u32::MAX`: none); and each clause's first word and sentence.
+    next_keyword: Vec<u32>,
+    first_word: Vec<u32>,
+    sentence: Vec<u32>,
+}
+
+impl Reaches {
+    /// The rule and span of a negator that reaches keyword occurrence `f` beyond its window.
+    fn negator(&self, f: &Found, clauses: &[u32]) -> Option<(usize, (usize, usize))> {
+        let at = |v: &[Option<Reacher>], w: u32| {
+            clauses
+                .get(w as usize)
+                .and_then(|&c| v.get(c as usize).copied().flatten())
+        };
+        if let Some((end, n, span, _)) = at(&self.before, f.first_word) {
+            if end <= f.start {
+                return Some((n, span));
+            }
+        }
+        if let Some((end, n, span, last)) = at(&self.aside, f.first_word) {
+            if end <= f.start && f.first_word <= last {
+                return Some((n, span));
+            }
+        }
+        match at(&self.after, f.last_word) {
+            Some((start, n, span, _)) if start >= f.end => Some((n, span)),
+            _ => None,
+        }
+    }
 }
 
 impl Scratch {
@@ -857,6 +954,20 @@ impl Scratch {
             clauses: Vec::new(),
             keywords: Vec::new(),
             negators: Vec::new(),
+            marks: Vec::new(),
+            sentences: Vec::new(),
+            reach: Reaches {
+                before: Vec::new(),
+                after: Vec::new(),
+                aside: Vec::new(),
+                next_keyword: Vec::new(),
+                first_word: Vec::new(),
+                sentence: Vec::new(),
+            },
+            quoted: Vec::new(),
+            excepts: Vec::new(),
+            decided: Vec::new(),
+            used: Vec::new(),
         }
     }
 
@@ -964,6 +1075,11 @@ impl Classifier {
             })
             .collect();
         let negator_texts = model.negations.iter().map(|n| names.get(&n.text)).collect();
+        let except_texts = model
+            .exceptions
+            .iter()
+            .map(|e| names.get(&e.text))
+            .collect();
         let intents = model.intents.iter().map(|s| names.get(&s.name)).collect();
         drop(names);
         for (i, k) in model.keywords.iter().enumerate() {
@@ -971,6 +1087,15 @@ impl Classifier {
         }
         for (i, n) in model.negations.iter().enumerate() {
             add(&n.text, &n.spellings, Target::Negator(i), &mut entries);
+        }
+        // Embedded phrases only matter when quoted content is read as data.
+        if model.quoted != Quoted::Count {
+            for (i, e) in model.embedded.iter().enumerate() {
+                add(&e.text, &e.spellings, Target::Embedded(i), &mut entries);
+            }
+        }
+        for (i, e) in model.exceptions.iter().enumerate() {
+            add(&e.text, &e.spellings, Target::Except(i), &mut entries);
         }
         // Stable: the spellings of one text keep their declaration order.
         entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -987,6 +1112,8 @@ impl Classifier {
                 let rule = &model.negations[n];
                 (1, rule.direction as usize, rule.window as usize)
             }
+            Target::Embedded(_) => (2, 0, 0),
+            Target::Except(_) => (3, 0, info.kind as usize),
         };
         for (text, info) in entries {
             if texts.last() != Some(&text) {
@@ -1042,6 +1169,10 @@ impl Classifier {
             keywords,
             negator_texts,
             max_window: model.negations.iter().map(|r| r.window).max().unwrap_or(0),
+            except_texts,
+            has_marks: !model.exceptions.is_empty()
+                || (model.quoted != Quoted::Count && !model.embedded.is_empty()),
+            quoted: model.quoted,
             negations: model.negations.clone(),
             intents,
             fallback: model
@@ -1075,13 +1206,18 @@ impl Classifier {
     }
 
     /// Every negator as `(direction, window, text)`, in declaration order (for analysis).
-    pub(crate) fn negator_entries(&self) -> impl Iterator<Item = (&'static str, u32, &str)> {
+    pub(crate) fn negator_entries(&self) -> impl Iterator<Item = (&'static str, String, &str)> {
         self.negations.iter().map(|n| {
             let dir = match n.direction {
                 Direction::Before => "before",
                 Direction::After => "after",
             };
-            (dir, n.window, n.text.as_str())
+            let reach = if n.clause {
+                "clause".to_string()
+            } else {
+                n.window.to_string()
+            };
+            (dir, reach, n.text.as_str())
         })
     }
 
@@ -1182,6 +1318,13 @@ impl Classifier {
             clauses,
             keywords,
             negators,
+            marks,
+            sentences,
+            reach,
+            quoted,
+            excepts,
+            decided,
+            used,
         } = scratch;
         normalize_into(query, self.fold_accents, norm);
         let text = norm.text.as_str();
@@ -1221,8 +1364,18 @@ impl Classifier {
         }
         keywords.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
         keywords.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
-        negators.sort_unstable_by_key(|f| (f.start, f.end, target_index(f.target)));
-        negators.dedup_by_key(|f| (f.start, f.end, target_index(f.target)));
+        negators.sort_unstable_by_key(|f| (f.start, f.end, target_key(f.target)));
+        negators.dedup_by_key(|f| (f.start, f.end, target_key(f.target)));
+        marks.clear();
+        if self.has_marks {
+            // Embedded phrases and exceptions were recorded with the negators; split them off.
+            marks.extend(
+                negators
+                    .iter()
+                    .filter(|g| !matches!(g.target, Target::Negator(_))),
+            );
+            negators.retain(|g| matches!(g.target, Target::Negator(_)));
+        }
         // Most words one negator occurrence covers (read across ZWNJ, more than its spelling).
         let negator_words = negators
             .iter()
@@ -1232,14 +1385,80 @@ impl Classifier {
         if negators.is_empty() {
             out.hits.reserve_exact(keywords.len());
         } else {
-            clause_starts(bytes, words, clauses);
+            clause_starts(bytes, words, clauses, sentences);
         }
+        let reaches = !negators.is_empty()
+            && self.reaches(negators, keywords, words.len(), clauses, sentences, reach);
+        quoted.clear();
+        if self.quoted != Quoted::Count && !keywords.is_empty() {
+            quoted_ranges(bytes, words, marks, quoted);
+        }
+        // Exceptions by start, each with the farthest end of any starting at or before it.
+        excepts.clear();
+        for g in marks.iter() {
+            if let Target::Except(e) = g.target {
+                let (end, e) = match excepts.last() {
+                    Some(&(_, far, j)) if far >= g.end => (far, j),
+                    _ => (g.end, e),
+                };
+                excepts.push((g.start, end, e));
+            }
+        }
+        // First pass: what cancels each keyword occurrence, and which negator occurrences
+        // cancelled one (a word that is both keyword and negator reads as the negator then).
+        decided.clear();
+        used.clear();
         for f in keywords.iter() {
+            let mut cause = Cause::None;
+            if !negators.is_empty() {
+                if let Some((n, at)) = self
+                    .negator_of(f, negators, negator_words, clauses)
+                    .or_else(|| reaches.then(|| reach.negator(f, clauses)).flatten())
+                {
+                    cause = Cause::Negator(n);
+                    used.push((at.0, n, at));
+                }
+            }
+            if matches!(cause, Cause::None) && !excepts.is_empty() {
+                let i = excepts.partition_point(|e| e.0 <= f.start);
+                if let Some(&(_, far, e)) = i.checked_sub(1).and_then(|i| excepts.get(i)) {
+                    if far >= f.end {
+                        cause = Cause::Except(e);
+                    }
+                }
+            }
+            decided.push(cause);
+        }
+        if !used.is_empty() {
+            // Each used negator occurrence with the farthest end of any starting at or before
+            // it, so a containing one is found by one binary search.
+            used.sort_unstable();
+            let mut far = 0;
+            for u in used.iter_mut() {
+                far = far.max(u.2 .1);
+                u.2 .1 = far;
+            }
+            for (f, cause) in keywords.iter().zip(decided.iter_mut()) {
+                if !matches!(cause, Cause::None) {
+                    continue;
+                }
+                let i = used.partition_point(|u| u.0 <= f.start);
+                if let Some(&(_, n, (_, far))) = i.checked_sub(1).and_then(|i| used.get(i)) {
+                    if far >= f.end {
+                        *cause = Cause::Negator(n);
+                    }
+                }
+            }
+        }
+        let mut quoted_hits = false;
+        for (f, cause) in keywords.iter().zip(decided.iter()) {
             let Target::Keyword(k) = f.target else {
                 continue;
             };
-            let negator = self.negator_of(f, negators, negator_words, clauses);
             let entry = &self.keywords[k];
+            let inside = self.quoted != Quoted::Count
+                && ((!quoted.is_empty() && in_ranges(quoted, f.start, f.end))
+                    || in_identifier(bytes, f.start, f.end));
             let hit = Hit {
                 keyword: entry.text.clone(),
                 intent: self
@@ -1249,13 +1468,38 @@ impl Classifier {
                     .unwrap_or_default(),
                 lang: entry.lang.clone(),
                 span: (norm.origin(f.start), norm.origin_end(f.end)),
-                negated_by: negator.map(|n| self.negator_texts[n].clone()),
+                negated_by: match *cause {
+                    Cause::None => None,
+                    Cause::Negator(n) => Some(self.negator_texts[n].clone()),
+                    Cause::Except(e) => Some(self.except_texts[e].clone()),
+                },
+                quoted: inside,
             };
-            if negator.is_some() {
+            if !matches!(cause, Cause::None) || (inside && self.quoted == Quoted::Ignore) {
                 out.dropped.push(hit);
+            } else if inside {
+                // `quoted data`: counts only if nothing outside quoted content does.
+                quoted_hits = true;
+                out.hits.push(hit);
             } else {
                 out.mask |= 1u64 << u32::from(entry.intent).min(63);
                 out.hits.push(hit);
+            }
+        }
+        if quoted_hits {
+            if out.mask == 0 {
+                for h in &out.hits {
+                    if let Some(i) = self.intents.iter().position(|n| *n == h.intent) {
+                        out.mask |= 1u64 << (i as u32).min(63);
+                    }
+                }
+            } else {
+                let (inside, outside): (Vec<Hit>, Vec<Hit>) = std::mem::take(&mut out.hits)
+                    .into_iter()
+                    .partition(|h| h.quoted);
+                out.hits = outside;
+                out.dropped.extend(inside);
+                out.dropped.sort_by_key(|h| h.span);
             }
         }
         out
@@ -1271,7 +1515,7 @@ impl Classifier {
         negators: &[Found],
         negator_words: u32,
         clauses: &[u32],
-    ) -> Option<usize> {
+    ) -> Option<(usize, (usize, usize))> {
         let clause = |w: u32| clauses.get(w as usize).copied();
         if negators.is_empty() {
             return None;
@@ -1289,6 +1533,9 @@ impl Classifier {
                     return None;
                 };
                 let rule = &self.negations[n];
+                if rule.clause {
+                    return None;
+                }
                 let ok = match rule.direction {
                     Direction::Before => {
                         g.end <= f.start
@@ -1301,8 +1548,108 @@ impl Classifier {
                             && clause(f.last_word) == clause(g.first_word)
                     }
                 };
-                ok.then_some(n)
+                ok.then_some((n, (g.start, g.end)))
             })
+    }
+
+    /// Fills `reach` from `negators` (sorted by start) and the keyword occurrences of a query
+    /// of `nwords` words whose clauses and sentences are numbered in `clauses` and `sentences`
+    /// ([`clause_starts`]); returns whether any negator reaches beyond its window. A few passes
+    /// over the clauses, keywords and negators: linear.
+    fn reaches(
+        &self,
+        negators: &[Found],
+        keywords: &[Found],
+        nwords: usize,
+        clauses: &[u32],
+        sentences: &[u32],
+        reach: &mut Reaches,
+    ) -> bool {
+        // A negator "dangles" when it ends its clause with more of its sentence after it.
+        let dangles = |g: &Found| {
+            let last = g.last_word as usize;
+            last + 1 < nwords
+                && clauses.get(last + 1) != clauses.get(last)
+                && sentences.get(last + 1) == sentences.get(last)
+        };
+        let any = negators.iter().any(|g| match g.target {
+            Target::Negator(n) => self.negations[n].clause || dangles(g),
+            _ => false,
+        });
+        if !any {
+            return false;
+        }
+        let n_clauses = clauses.last().map_or(0, |&c| c as usize + 1);
+        for v in [&mut reach.before, &mut reach.after, &mut reach.aside] {
+            v.clear();
+            v.resize(n_clauses, None);
+        }
+        reach.first_word.clear();
+        reach.first_word.resize(n_clauses, u32::MAX);
+        reach.sentence.clear();
+        reach.sentence.resize(n_clauses, 0);
+        for (w, (&c, &s)) in clauses.iter().zip(sentences).enumerate() {
+            let c = c as usize;
+            if reach.first_word[c] == u32::MAX {
+                reach.first_word[c] = u32::try_from(w).unwrap_or(u32::MAX);
+                reach.sentence[c] = s;
+            }
+        }
+        reach.next_keyword.clear();
+        reach.next_keyword.resize(n_clauses, u32::MAX);
+        for f in keywords {
+            if let Some(&c) = clauses.get(f.first_word as usize) {
+                reach.next_keyword[c as usize] = c;
+            }
+        }
+        for c in (0..n_clauses.saturating_sub(1)).rev() {
+            if reach.next_keyword[c] == u32::MAX && reach.sentence[c + 1] == reach.sentence[c] {
+                reach.next_keyword[c] = reach.next_keyword[c + 1];
+            }
+        }
+        for g in negators {
+            let Target::Negator(n) = g.target else {
+                continue;
+            };
+            let rule = &self.negations[n];
+            let (first, last) = (g.first_word as usize, g.last_word as usize);
+            let (Some(&c), Some(&c_last)) = (clauses.get(first), clauses.get(last)) else {
+                continue;
+            };
+            let span = (g.start, g.end);
+            if rule.direction == Direction::After {
+                if rule.clause {
+                    reach.after[c as usize] = Some((g.start, n, span, u32::MAX));
+                }
+                continue;
+            }
+            if rule.clause && reach.before[c_last as usize].is_none() {
+                reach.before[c_last as usize] = Some((g.end, n, span, u32::MAX));
+            }
+            if !dangles(g) {
+                continue;
+            }
+            // The clause after the aside: the next one holding a keyword, not the very next.
+            let next = c_last as usize + 1;
+            let Some(&d) = reach.next_keyword.get(next) else {
+                continue;
+            };
+            if d == u32::MAX || d as usize == next {
+                continue;
+            }
+            let d = d as usize;
+            let limit = if rule.clause {
+                u32::MAX
+            } else {
+                reach.first_word[d]
+                    .saturating_add(rule.window)
+                    .saturating_sub(1)
+            };
+            if reach.aside[d].is_none() {
+                reach.aside[d] = Some((g.end, n, span, limit));
+            }
+        }
+        true
     }
 }
 
@@ -1313,19 +1660,210 @@ impl Classifier {
 /// Arabic-script `؟` `؛` `۔` `،`, or the ideographic `。` `、`. A negator does not reach across a clause end, as in NegEx-style negation scopes: in
 /// "don't worry. cancel it" and "no problem, delete it" nothing negates the verb. One pass over
 /// the gaps, so a negation check is a comparison.
-fn clause_starts(text: &[u8], words: &[(usize, usize)], clauses: &mut Vec<u32>) {
+fn clause_starts(
+    text: &[u8],
+    words: &[(usize, usize)],
+    clauses: &mut Vec<u32>,
+    sentences: &mut Vec<u32>,
+) {
     clauses.clear();
-    let mut n = 0u32;
+    sentences.clear();
+    let (mut n, mut s) = (0u32, 0u32);
     let mut prev_end = None;
     for &(start, end) in words {
         if let Some(from) = prev_end {
-            if gap_ends_clause(text.get(from..start).unwrap_or_default()) {
+            let gap = text.get(from..start).unwrap_or_default();
+            if gap_ends_clause(gap) {
                 n += 1;
+                if gap_ends_sentence(gap) {
+                    s += 1;
+                }
             }
         }
         clauses.push(n);
+        sentences.push(s);
         prev_end = Some(end);
     }
+}
+
+/// Whether the text between two words ends a sentence: it holds `.` `!` `?` `;`, the
+/// Arabic-script `؟` `؛` `۔` or the ideographic `。` (a clause end of [`gap_ends_clause`] that
+/// is not a comma, colon, parenthesis or dash).
+fn gap_ends_sentence(gap: &[u8]) -> bool {
+    gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+        || gap
+            .windows(2)
+            .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
+        || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
+}
+
+/// Fills `out` with the quoted content of normalized `text` but for identifiers (see
+/// [`in_identifier`]), as sorted disjoint byte ranges: the text after the first `embedded`
+/// phrase in `marks` (to the end), and text between paired quotation marks. One pass over the
+/// text, skipped when it holds no quotation mark.
+fn quoted_ranges(
+    text: &[u8],
+    words: &[(usize, usize)],
+    marks: &[Found],
+    out: &mut Vec<(usize, usize)>,
+) {
+    out.clear();
+    if let Some(g) = marks
+        .iter()
+        .find(|g| matches!(g.target, Target::Embedded(_)))
+    {
+        out.push((g.end, text.len()));
+    }
+    // A fold without early exit, which the compiler vectorizes: most queries hold no mark.
+    let marked = text.iter().fold(false, |any, &b| {
+        any | matches!(b, b'"' | b'`' | b'\'' | 0xC2 | 0xE2 | 0xE3)
+    });
+    if !marked {
+        return;
+    }
+    quotation_ranges(text, words, out);
+    out.sort_unstable();
+    // Merge overlapping ranges.
+    let mut w = 0;
+    for r in 0..out.len() {
+        if w > 0 && out[r].0 <= out[w - 1].1 {
+            out[w - 1].1 = out[w - 1].1.max(out[r].1);
+        } else {
+            out[w] = out[r];
+            w += 1;
+        }
+    }
+    out.truncate(w);
+}
+
+/// The closing mark that pairs with the opening quotation mark at the start of `b`, and the
+/// opener's length: `"` and `` ` `` close themselves, `“` closes with `”` (or `“`), `„` with
+/// `“` or `”`, `«` with `»`, `‹` with `›`, `「` with `」`, `『` with `』`, and `'` with `'`.
+fn quote_opener(b: &[u8]) -> Option<(&'static [&'static [u8]], usize, usize)> {
+    const DOUBLE: &[&[u8]] = &[b"\"", "\u{201D}".as_bytes(), "\u{201C}".as_bytes()];
+    const CURLY: &[&[u8]] = &["\u{201D}".as_bytes(), "\u{201C}".as_bytes()];
+    const GUILLEMET: &[&[u8]] = &["\u{BB}".as_bytes()];
+    const SINGLE_GUILLEMET: &[&[u8]] = &["\u{203A}".as_bytes()];
+    const CORNER: &[&[u8]] = &["\u{300D}".as_bytes()];
+    const WHITE_CORNER: &[&[u8]] = &["\u{300F}".as_bytes()];
+    const BACKTICK: &[&[u8]] = &[b"`"];
+    const APOSTROPHE: &[&[u8]] = &[b"'"];
+    let table: [(&[u8], &'static [&'static [u8]]); 9] = [
+        (b"\"", DOUBLE),
+        ("\u{201C}".as_bytes(), CURLY),
+        ("\u{201E}".as_bytes(), CURLY),
+        ("\u{AB}".as_bytes(), GUILLEMET),
+        ("\u{2039}".as_bytes(), SINGLE_GUILLEMET),
+        ("\u{300C}".as_bytes(), CORNER),
+        ("\u{300E}".as_bytes(), WHITE_CORNER),
+        (b"`", BACKTICK),
+        (b"'", APOSTROPHE),
+    ];
+    table
+        .iter()
+        .enumerate()
+        .find(|(_, (open, _))| b.starts_with(open))
+        .map(|(kind, &(open, close))| (close, open.len(), kind))
+}
+
+/// Whether byte `i` of `text` is a letter or digit (any non-ASCII byte counts as a letter).
+fn wordy(text: &[u8], i: usize) -> bool {
+    text.get(i)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b >= 0x80)
+}
+
+/// Adds to `out` the text between paired quotation marks of `text` (the marks included), whose
+/// words are `words`. A mark opens where no letter or digit stands before it (`don't` holds no
+/// quotation) and closes at the first matching mark after it, which for `'` must have no letter
+/// or digit after it; quotation marks inside a quotation are read as text. An unclosed mark
+/// quotes nothing. Only the bytes between words are read (a quotation mark is never inside a
+/// word), in one pass, begun again after an unclosed mark at most once per kind of mark.
+fn quotation_ranges(text: &[u8], words: &[(usize, usize)], out: &mut Vec<(usize, usize)>) {
+    let mut unclosed = [false; 9];
+    let mut resume = 0;
+    'pass: loop {
+        // The open quotation: its kind, where it starts, its closing marks.
+        let mut open: Option<(usize, usize, &'static [&'static [u8]])> = None;
+        let gaps = std::iter::once(0)
+            .chain(words.iter().map(|w| w.1))
+            .zip(words.iter().map(|w| w.0).chain([text.len()]));
+        for (from, to) in gaps {
+            for j in from.max(resume)..to {
+                let b = text[j];
+                if !matches!(b, b'"' | b'`' | b'\'' | 0xC2 | 0xE2 | 0xE3) {
+                    continue;
+                }
+                match open {
+                    Some((_, start, closers)) => {
+                        if let Some(c) = closers.iter().find(|c| text[j..].starts_with(c)) {
+                            let apostrophe = text[start] == b'\'';
+                            if !apostrophe || !wordy(text, j + c.len()) {
+                                out.push((start, j + c.len()));
+                                open = None;
+                            }
+                        }
+                    }
+                    None => {
+                        if j > 0 && wordy(text, j - 1) {
+                            continue;
+                        }
+                        let Some((closers, len, kind)) = quote_opener(&text[j..]) else {
+                            continue;
+                        };
+                        if unclosed[kind] || (b == b'\'' && !wordy(text, j + len)) {
+                            continue;
+                        }
+                        open = Some((kind, j, closers));
+                    }
+                }
+            }
+        }
+        match open {
+            // No closing mark after it, so none after a later opener of its kind either: read
+            // again from just after it.
+            Some((kind, start, _)) => {
+                unclosed[kind] = true;
+                resume = start + 1;
+                continue 'pass;
+            }
+            None => break,
+        }
+    }
+}
+
+/// The most bytes [`in_identifier`] reads on each side of a hit.
+const IDENTIFIER_REACH: usize = 64;
+
+/// Whether the hit at `start..end` of normalized `text` stands in an identifier: a run of
+/// characters other than space that holds `_`, `/`, `\\`, `@`, or a `.` between two letters or
+/// digits (`delete_invoice`, `remove_old.sh`, `delete-me.txt`, `/tmp/x`), or that runs on for
+/// more than [`IDENTIFIER_REACH`] bytes on one side of the hit (no word of a language is that
+/// long). Reads at most that many bytes on each side, so a query's hits cost linear time.
+fn in_identifier(text: &[u8], start: usize, end: usize) -> bool {
+    let lo = start.saturating_sub(IDENTIFIER_REACH);
+    let hi = (end + IDENTIFIER_REACH).min(text.len());
+    let from = match text[lo..start].iter().rposition(|&b| b == b' ') {
+        Some(p) => lo + p + 1,
+        None if lo > 0 => return true,
+        None => 0,
+    };
+    let to = match text[end..hi].iter().position(|&b| b == b' ') {
+        Some(p) => end + p,
+        None if hi < text.len() => return true,
+        None => text.len(),
+    };
+    let token = &text[from..to];
+    token.iter().enumerate().any(|(k, &b)| match b {
+        b'_' | b'/' | b'\\' | b'@' => true,
+        b'.' => wordy(token, k.wrapping_sub(1)) && wordy(token, k + 1),
+        _ => false,
+    })
+}
+
+/// Whether the byte range `start..end` lies inside one of `ranges` (sorted, disjoint).
+fn in_ranges(ranges: &[(usize, usize)], start: usize, end: usize) -> bool {
+    let i = ranges.partition_point(|r| r.0 <= start);
+    i > 0 && ranges[i - 1].1 >= end
 }
 
 /// Whether the text between two words ends a clause (see [`clause_starts`]).
@@ -1508,7 +2046,8 @@ impl Walk<'_> {
             };
             match info.target {
                 Target::Keyword(_) => keywords.push(f),
-                Target::Negator(_) => negators.push(f),
+                // Embedded phrases and exceptions are split off the negators after the walks.
+                _ => negators.push(f),
             }
         }
     }
@@ -1900,9 +2439,19 @@ fn core_bits(x: [u8; 16]) -> CoreBits {
     m
 }
 
+/// A key that tells the targets of one kind apart from those of another.
+fn target_key(t: Target) -> (u8, usize) {
+    match t {
+        Target::Keyword(i) => (0, i),
+        Target::Negator(i) => (1, i),
+        Target::Embedded(i) => (2, i),
+        Target::Except(i) => (3, i),
+    }
+}
+
 fn target_index(t: Target) -> usize {
     match t {
-        Target::Keyword(i) | Target::Negator(i) => i,
+        Target::Keyword(i) | Target::Negator(i) | Target::Embedded(i) | Target::Except(i) => i,
     }
 }
 

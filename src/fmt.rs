@@ -230,7 +230,7 @@ impl Formatter<'_> {
                         Direction::Before => "before",
                         Direction::After => "after",
                     },
-                    n.window.value
+                    n.reach
                 ),
                 items: n.groups.iter().map(group_text).collect(),
             }),
@@ -363,9 +363,9 @@ impl Formatter<'_> {
                     Direction::After => "after",
                 };
                 self.opener(
-                    format!("negation {dir} {} {{", n.window.value),
+                    format!("negation {dir} {} {{", n.reach),
                     start,
-                    n.window.span.end as usize,
+                    n.reach.span().end as usize,
                 );
                 self.groups(&n.groups);
                 self.closer(span);
@@ -457,6 +457,21 @@ impl Formatter<'_> {
                 start,
                 end,
             ),
+            Decl::Quoted { quoted, .. } => self.push(
+                0,
+                format!(
+                    "quoted {}",
+                    match quoted {
+                        Quoted::Count => "count",
+                        Quoted::Data => "data",
+                        Quoted::Ignore => "ignore",
+                    }
+                ),
+                start,
+                end,
+            ),
+            Decl::Embedded(p) => self.phrases("embedded", p, start, end),
+            Decl::Except(p) => self.phrases("except", p, start, end),
             Decl::TrustAnnotations { tighten, .. } => self.push(
                 0,
                 format!(
@@ -495,6 +510,28 @@ impl Formatter<'_> {
             self.push(2, attr_text(a), s.start as usize, s.end as usize);
         }
         self.closer(span);
+    }
+
+    /// An `embedded` or `except` block (`head`): on one line when written on one line without
+    /// a comment inside (`except { en "what changed"  pt "apagou" }`), otherwise one language
+    /// a line, as the groups of a `keywords` block.
+    fn phrases(&mut self, head: &str, p: &PhrasesDecl, start: usize, end: usize) {
+        if !self.has_newline_in(start, end) && !self.has_comment_in(start, end) {
+            let items: Vec<String> = p.groups.iter().map(group_text).collect();
+            let body = if items.is_empty() {
+                " ".to_string()
+            } else {
+                format!(" {} ", items.join("  "))
+            };
+            self.push(0, format!("{head} {{{body}}}"), start, end);
+            return;
+        }
+        let open_end = self.text[start..end]
+            .find('{')
+            .map_or(start, |i| start + i + 1);
+        self.opener(format!("{head} {{"), start, open_end);
+        self.groups(&p.groups);
+        self.closer(p.span);
     }
 
     /// The groups of a multi-line `keywords` / `negation` block.

@@ -31,6 +31,7 @@ fn report(path: &str) -> (String, bool) {
 /// The fixtures whose problems are warnings only: they load.
 const WARNINGS_ONLY: &[&str] = &[
     "catch_all_read_only",
+    "context_warnings",
     "keyword_warnings",
     "shadowed_pattern",
 ];
@@ -67,6 +68,25 @@ fn every_fixture_renders_its_diagnostics() {
 fn each_fixture_reports_the_expected_codes() {
     let expected: &[(&str, &[&str])] = &[
         ("catch_all_read_only", &["catch-all-read-only"]),
+        (
+            "context_errors",
+            &[
+                "bad-window",
+                "bad-negator",
+                "bad-embedded",
+                "duplicate",
+                "bad-keyword",
+            ],
+        ),
+        (
+            "context_warnings",
+            &[
+                "embedded-counts",
+                "exception-is-keyword",
+                "exception-is-keyword",
+                "unmatchable-keyword",
+            ],
+        ),
         ("default_mode_missing", &["undefined-mode"]),
         ("duplicate_effect", &["duplicate"]),
         ("duplicate_matrix", &["duplicate"]),

@@ -112,12 +112,12 @@ pub(crate) fn run(
             }
             for h in &m.dropped {
                 println!(
-                    "    dropped: {} \"{}\" [{}] \"{}\", negated by \"{}\"",
+                    "    dropped: {} \"{}\" [{}] \"{}\", {}",
                     h.intent,
                     h.keyword,
                     h.lang,
                     m.text.get(h.span.0..h.span.1).unwrap_or(""),
-                    h.negated_by.as_deref().unwrap_or("")
+                    drop_reason(h)
                 );
             }
         }
@@ -155,5 +155,15 @@ fn print_confusion(title: &str, c: &Confusion) {
             print!("{n:>w$}");
         }
         println!();
+    }
+}
+
+/// Why a hit was dropped, as the reports print it: `negated by "…"` (a negator, or the `except`
+/// entry it stands in), or `quoted content`.
+pub(super) fn drop_reason(h: &toolwarden::Hit) -> String {
+    match (&h.negated_by, h.quoted) {
+        (Some(n), _) => format!("negated by \"{n}\""),
+        (None, true) => "quoted content".to_string(),
+        (None, false) => "negated".to_string(),
     }
 }

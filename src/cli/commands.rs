@@ -126,13 +126,13 @@ fn print_intent(intent: &Intent, text: &str) {
     for h in &intent.dropped {
         let found = text.get(h.span.0..h.span.1).unwrap_or("");
         println!(
-            "  dropped  {:<12} \"{}\" [{}] matched \"{found}\" at bytes {}..{}, negated by \"{}\"",
+            "  dropped  {:<12} \"{}\" [{}] matched \"{found}\" at bytes {}..{}, {}",
             h.intent,
             h.keyword,
             h.lang,
             h.span.0,
             h.span.1,
-            h.negated_by.as_deref().unwrap_or("")
+            super::classify_eval::drop_reason(h)
         );
     }
     if intent.truncated {

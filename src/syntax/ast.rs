@@ -135,8 +135,21 @@ pub enum Decl {
     },
     /// `keywords intent { lang "k", ... }`
     Keywords(KeywordsDecl),
-    /// `negation before|after N { lang "n", ... }`
+    /// `negation before|after N|clause { lang "n", ... }`
     Negation(NegationDecl),
+    /// `quoted count|data|ignore`: how keyword hits inside quoted content count.
+    Quoted {
+        /// The setting.
+        quoted: Quoted,
+        /// The whole declaration.
+        span: Span,
+    },
+    /// `embedded { lang "phrase", ... }`: phrases after which the query's text is embedded
+    /// content (quoted content, for `quoted`).
+    Embedded(PhrasesDecl),
+    /// `except { lang "phrase", ... }`: words and phrases inside which a keyword hit does not
+    /// count.
+    Except(PhrasesDecl),
     /// `matrix name { grid }`
     Matrix(MatrixDecl),
     /// `mode name { ... }`
@@ -267,7 +280,9 @@ impl Decl {
             | Decl::Limit { span, .. }
             | Decl::Include { span, .. }
             | Decl::Accents { span, .. }
-            | Decl::TrustAnnotations { span, .. } => *span,
+            | Decl::TrustAnnotations { span, .. }
+            | Decl::Quoted { span, .. } => *span,
+            Decl::Embedded(d) | Decl::Except(d) => d.span,
             Decl::Keywords(d) => d.span,
             Decl::Negation(d) => d.span,
             Decl::Matrix(d) => d.span,
@@ -317,13 +332,64 @@ pub enum Direction {
     After,
 }
 
-/// `negation before|after N { ... }`
+/// How far a negator reaches from where it stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// At most this many words (`negation before 3`).
+    Words(Int),
+    /// Its whole clause on its side (`negation before clause`), with the span of `clause`.
+    Clause(Span),
+}
+
+impl Reach {
+    /// The span of the number or of `clause`.
+    pub fn span(&self) -> Span {
+        match self {
+            Reach::Words(i) => i.span,
+            Reach::Clause(s) => *s,
+        }
+    }
+}
+
+impl std::fmt::Display for Reach {
+    /// The reach as written: the number, or `clause`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reach::Words(i) => write!(f, "{}", i.value),
+            Reach::Clause(_) => f.write_str("clause"),
+        }
+    }
+}
+
+/// How keyword hits inside quoted content (quotation marks, text after an `embedded` phrase,
+/// identifiers such as `delete_me.txt`) count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Quoted {
+    /// Like any other hit (the default).
+    #[default]
+    Count,
+    /// Only when no hit outside quoted content counts.
+    Data,
+    /// Never.
+    Ignore,
+}
+
+/// A block of words and phrases per language: `embedded { ... }`, `except { ... }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhrasesDecl {
+    /// Entries per language tag, in source order.
+    pub groups: Vec<LangGroup>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `negation before|after N|clause { ... }`
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NegationDecl {
     /// Where negators are looked for.
     pub direction: Direction,
-    /// How many words away a negator may stand.
-    pub window: Int,
+    /// How far a negator reaches.
+    pub reach: Reach,
     /// Negators per language.
     pub groups: Vec<LangGroup>,
     /// The whole declaration.

@@ -41,6 +41,9 @@ const DECLARATION_KEYWORDS: &[&str] = &[
     "include",
     "accents",
     "trust",
+    "quoted",
+    "embedded",
+    "except",
 ];
 
 /// Parses one file's text into a [`PolicyFile`].
@@ -422,6 +425,9 @@ fn is_declaration_keyword(rule: Rule) -> bool {
             | Rule::kw_include
             | Rule::kw_accents
             | Rule::kw_trust
+            | Rule::kw_quoted
+            | Rule::kw_embedded
+            | Rule::kw_except
     )
 }
 
@@ -435,6 +441,8 @@ fn rule_name(rule: Rule) -> String {
         Rule::boolean => "`true` or `false`",
         Rule::lang_entries => "a language tag followed by quoted strings (en \"delete\")",
         Rule::direction => "`before` or `after`",
+        Rule::reach => "a number of words or `clause`",
+        Rule::quoted_kind => "`count`, `data` or `ignore`",
         Rule::combine_kind => "`priority` or `union`",
         Rule::unknown_kind => "`deny` or `allow`",
         Rule::accents_kind => "`fold` or `keep`",
@@ -543,11 +551,16 @@ impl Builder<'_> {
                 } else {
                     Direction::Before
                 };
-                let window = self.build_int(inner.next()?);
+                let reach = inner.next()?;
+                let reach_span = self.span(&reach);
+                let reach = match reach.into_inner().next()? {
+                    p if p.as_rule() == Rule::int => Reach::Words(self.build_int(p)),
+                    _ => Reach::Clause(reach_span),
+                };
                 let groups = inner.map(|p| self.build_lang_group(p)).collect();
                 Decl::Negation(NegationDecl {
                     direction,
-                    window,
+                    reach,
                     groups,
                     span,
                 })
@@ -660,6 +673,22 @@ impl Builder<'_> {
                 fold: inner.next()?.as_str() != "keep",
                 span,
             },
+            Rule::quoted_decl => Decl::Quoted {
+                quoted: match inner.next()?.as_str() {
+                    "data" => Quoted::Data,
+                    "ignore" => Quoted::Ignore,
+                    _ => Quoted::Count,
+                },
+                span,
+            },
+            Rule::embedded_decl => Decl::Embedded(PhrasesDecl {
+                groups: inner.map(|p| self.build_lang_group(p)).collect(),
+                span,
+            }),
+            Rule::except_decl => Decl::Except(PhrasesDecl {
+                groups: inner.map(|p| self.build_lang_group(p)).collect(),
+                span,
+            }),
             Rule::trust_decl => Decl::TrustAnnotations {
                 tighten: inner.next()?.as_str() != "ignore",
                 span,
@@ -909,6 +938,9 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_annotations
             | Rule::kw_tighten
             | Rule::kw_ignore
+            | Rule::kw_quoted
+            | Rule::kw_embedded
+            | Rule::kw_except
     )
 }
 
