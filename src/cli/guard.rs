@@ -72,10 +72,17 @@ fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
     };
     let fail =
         |e: &dyn std::fmt::Display| format!("cannot write {what} file `{}`: {e}", path.display());
+    // Created new (never an existing file) and, on unix, never through a symlink.
     let mut tmp = tempfile::Builder::new()
         .prefix(".toolwarden-")
         .suffix(".tmp")
-        .tempfile_in(dir)
+        .make_in(dir, |name| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+            options.open(name)
+        })
         .map_err(|e| fail(&e))?;
     tmp.write_all(text.as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
@@ -105,12 +112,23 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
         let mut options = std::fs::OpenOptions::new();
         options.create(true).truncate(false).write(true);
         // A FIFO or device in the lock file's place must not block the open (it is refused
-        // below as not a regular file).
+        // below as not a regular file), and a symlink there is never followed: opening it
+        // would create or truncate whatever file it points to.
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-        let file = options
-            .open(&lock)
-            .map_err(|e| format!("cannot open lock file `{}`: {e}", lock.display()))?;
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NONBLOCK | libc::O_NOFOLLOW,
+        );
+        let file = options.open(&lock).map_err(|e| {
+            if is_symlink(&lock) {
+                format!(
+                    "lock file `{}` is a symbolic link; toolwarden does not follow it: delete it",
+                    lock.display()
+                )
+            } else {
+                format!("cannot open lock file `{}`: {e}", lock.display())
+            }
+        })?;
         if !file
             .metadata()
             .map_err(|e| format!("cannot read lock file `{}`: {e}", lock.display()))?
@@ -126,6 +144,11 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
         held.push(file);
     }
     Ok(held)
+}
+
+/// Whether `path` itself (not what it points to) is a symbolic link.
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 pub(crate) fn guard(
