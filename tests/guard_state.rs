@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use serde_json::{json, Value};
+
 /// A scratch folder for one test, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -79,4 +81,113 @@ fn a_symlink_in_a_lock_files_place_is_refused_and_not_followed() {
     );
     assert!(!target.exists(), "the symlink's target was created");
     assert!(!pending.exists());
+}
+
+/// Runs `guard --json` on `policy` for `send` with `args`, the pending file and the turn file
+/// in `dir` (`--new-turn` when `new_turn`); returns the JSON printed.
+fn send(dir: &Scratch, args: &str, new_turn: bool) -> Value {
+    std::fs::write(dir.path("g.warden"), SEND).unwrap();
+    let mut cmd = toolwarden();
+    cmd.current_dir(&dir.0)
+        .args([
+            "guard", "-p", "g.warden", "--tool", "send", "--args", args, "--json",
+        ])
+        .args(["--pending", "pending.json", "--turn", "turn.json"]);
+    if new_turn {
+        cmd.arg("--new-turn");
+    }
+    let out = cmd.output().expect("the binary runs");
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(&stdout).expect("JSON")
+}
+
+fn pending_args(dir: &Scratch) -> Value {
+    let text = std::fs::read_to_string(dir.path("pending.json")).expect("a pending file");
+    serde_json::from_str::<Value>(&text).expect("JSON")["args"].clone()
+}
+
+/// A deny at stage `confirmation`, decided by the rule at `source` in g.warden.
+fn deny_at_confirmation(reason: &str, source: &str) -> Value {
+    json!({
+        "ok": false,
+        "decision": "deny",
+        "tool": "send",
+        "error": reason,
+        "metadata": {
+            "blocked_by_policy": true,
+            "stage": "confirmation",
+            "operation_type": "transactional",
+            "effect": "write",
+            "policy_source": format!("g.warden:{source}"),
+        }
+    })
+}
+
+const AWAITING: &str = "`send` is awaiting the user's confirmation of another call; answer it first or start a new turn with --new-turn";
+const UNANSWERED: &str =
+    "the user has not answered yet: a call held in this turn is confirmed in a later one (--new-turn)";
+
+#[test]
+fn another_call_does_not_replace_a_call_awaiting_confirmation_in_the_same_turn() {
+    let dir = Scratch::new("swap");
+    // The user is shown bob/5.
+    let v = send(&dir, r#"{"to": "bob", "amount": 5}"#, true);
+    assert_eq!(v["decision"], json!("confirm"));
+    // The model proposes eve/5000 in the same turn: refused, bob/5 stays pending.
+    let v = send(&dir, r#"{"to": "eve", "amount": 5000}"#, false);
+    assert_eq!(v, deny_at_confirmation(AWAITING, "8:26"));
+    assert_eq!(pending_args(&dir), json!({"to": "bob", "amount": 5}));
+    // The same call asked again keeps the same pending call.
+    let v = send(&dir, r#"{"to": "bob", "amount": 5}"#, false);
+    assert_eq!(v["decision"], json!("confirm"));
+    assert_eq!(pending_args(&dir), json!({"to": "bob", "amount": 5}));
+    // eve/5000 confirmed in the next turn does not match what the user was shown.
+    let v = send(
+        &dir,
+        r#"{"to": "eve", "amount": 5000, "confirmed": true}"#,
+        true,
+    );
+    assert_eq!(
+        v["error"],
+        json!("the arguments of `send` differ from the call the user confirmed")
+    );
+    // A new turn replaces the stale pending call: the user is now asked about eve/5000.
+    let v = send(&dir, r#"{"to": "eve", "amount": 5000}"#, true);
+    assert_eq!(v["decision"], json!("confirm"));
+    assert_eq!(pending_args(&dir), json!({"to": "eve", "amount": 5000}));
+}
+
+#[test]
+fn a_call_held_in_this_turn_is_not_confirmed_in_the_same_turn() {
+    let dir = Scratch::new("same-turn");
+    let v = send(&dir, r#"{"to": "bob"}"#, true);
+    assert_eq!(v["decision"], json!("confirm"));
+    let digest = v["pending_call"]["digest"].clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&std::fs::read_to_string(dir.path("turn.json")).unwrap())
+            .unwrap(),
+        json!({"transactional_calls": 0, "held": [digest]})
+    );
+    // The model confirms its own call in the same turn: nobody answered.
+    let v = send(&dir, r#"{"to": "bob", "confirmed": true}"#, false);
+    assert_eq!(v, deny_at_confirmation(UNANSWERED, "5:16"));
+    assert!(dir.path("pending.json").exists(), "the pending call stays");
+    // In the next turn (the user said yes) the confirmation counts, once.
+    let v = send(&dir, r#"{"to": "bob", "confirmed": true}"#, true);
+    assert_eq!(v["decision"], json!("allow"), "{v}");
+    assert_eq!(v["args"], json!({"to": "bob"}));
+    assert!(!dir.path("pending.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.path("turn.json")).unwrap(),
+        r#"{"transactional_calls":1}"#
+    );
+}
+
+#[test]
+fn a_turn_file_without_held_calls_still_reads() {
+    let dir = Scratch::new("old-turn");
+    std::fs::write(dir.path("turn.json"), r#"{"transactional_calls":0}"#).unwrap();
+    let v = send(&dir, r#"{"to": "bob"}"#, false);
+    assert_eq!(v["decision"], json!("confirm"));
 }

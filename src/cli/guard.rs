@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolwarden::{parse_args, Decision, PendingCall, Policy, Turn};
+use toolwarden::{parse_args, Decision, PendingCall, Policy, Stage, Turn};
 
 use super::commands::{load_policy, pretty, request_of};
 use super::RequestArgs;
@@ -19,6 +20,17 @@ pub(crate) struct CallArgs {
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
     pub legacy: Option<PathBuf>,
+}
+
+/// The turn file of `--turn`: the [`Turn`] count, and the digests of the calls held for
+/// confirmation in this turn (absent in files written before they were recorded, and while
+/// none is held). A call held in a turn is confirmed in a later one, once the user could answer.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnFile {
+    transactional_calls: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    held: Vec<String>,
 }
 
 /// Loads a `.warden` policy, or a `tool_policies.yaml` (`.yaml`/`.yml`, with an optional legacy
@@ -167,17 +179,21 @@ pub(crate) fn guard(
         .flatten()
         .collect();
     let _locks = lock_state(&state_files)?;
-    let mut turn = match (&call.turn, call.new_turn) {
+    // A missing turn file, or `--new-turn`, starts a new turn: nothing held in it yet.
+    let mut turn_file = match (&call.turn, call.new_turn) {
         (Some(path), false) => match read_state(path, "turn")? {
-            Some(text) => serde_json::from_str::<Turn>(&text).map_err(|e| {
+            Some(text) => serde_json::from_str::<TurnFile>(&text).map_err(|e| {
                 format!(
                     "turn file `{}` is corrupt ({e}); delete it to start a new turn",
                     path.display()
                 )
             })?,
-            None => Turn::new(),
+            None => TurnFile::default(),
         },
-        _ => Turn::new(),
+        _ => TurnFile::default(),
+    };
+    let mut turn = Turn {
+        transactional_calls: turn_file.transactional_calls,
     };
     let pending: Option<PendingCall> = match &call.pending {
         Some(path) => match read_state(path, "pending")? {
@@ -191,6 +207,19 @@ pub(crate) fn guard(
         },
         None => None,
     };
+    // Whether the pending call was held in this very turn: then the user has not had the
+    // chance to answer it yet. Without `--turn` the guard cannot tell turns apart and takes
+    // every pending call as current (so another call never replaces it).
+    let held_this_turn = |p: &PendingCall| match &call.turn {
+        Some(_) => turn_file.held.contains(&p.digest),
+        None => true,
+    };
+    let pending_this_turn = pending.as_ref().is_some_and(held_this_turn);
+    // A confirmation counts only after the user could have answered: a call held in this turn
+    // is judged as if nothing awaited confirmation (denied at stage `confirmation`).
+    let unanswered =
+        call.turn.is_some() && pending_this_turn && policy.strip_confirmation(&args) != args;
+    let judged_pending = if unanswered { None } else { pending.as_ref() };
     // With a pending file, the guard knows which call awaits confirmation: a confirmation is
     // trusted only against it (strict). Without one, there is nothing to check it against.
     let strict = call.pending.is_some();
@@ -203,7 +232,7 @@ pub(crate) fn guard(
             &mut turn,
             &call.tool,
             &args,
-            pending.as_ref(),
+            judged_pending,
         ),
         (Some(mut a), false) => a.check_call(
             &policy,
@@ -213,7 +242,7 @@ pub(crate) fn guard(
             &mut turn,
             &call.tool,
             &args,
-            pending.as_ref(),
+            judged_pending,
         ),
         (None, true) => policy
             .check_call_strict(
@@ -222,7 +251,7 @@ pub(crate) fn guard(
                 &mut turn,
                 &call.tool,
                 &args,
-                pending.as_ref(),
+                judged_pending,
             )
             .map_err(Into::into),
         (None, false) => policy
@@ -232,17 +261,46 @@ pub(crate) fn guard(
                 &mut turn,
                 &call.tool,
                 &args,
-                pending.as_ref(),
+                judged_pending,
             )
             .map_err(Into::into),
     }
     .map_err(|e: toolwarden::audit::AuditError| e.to_string())?;
+    let mut verdict = verdict;
+    if unanswered && verdict.stage == Some(Stage::Confirmation) && verdict.is_denied() {
+        verdict.reason = "the user has not answered yet: a call held in this turn is confirmed in a later one (--new-turn)".to_string();
+    }
+    // Another call held while one is still awaiting the user's answer in this turn would
+    // replace the call the user is being shown: refuse it. A new turn replaces a stale one; the
+    // same call asked again keeps its pending call.
+    if let (Some(old), Some(new)) = (&pending, &verdict.pending) {
+        if verdict.decision == Decision::Confirm && old.digest != new.digest && pending_this_turn {
+            verdict.decision = Decision::Deny;
+            verdict.stage = Some(Stage::Confirmation);
+            verdict.reason = format!(
+                "`{}` is awaiting the user's confirmation of another call; answer it first or start a new turn with --new-turn",
+                verdict.tool
+            );
+            verdict.pending = None;
+        }
+    }
     let mut notes = Vec::new();
     if let Some(path) = &call.pending {
         match (verdict.decision, &verdict.pending) {
+            (Decision::Confirm, Some(p))
+                if pending.as_ref().is_some_and(|o| o.digest == p.digest) =>
+            {
+                notes.push(format!(
+                    "the same call is already pending in {}",
+                    path.display()
+                ));
+            }
             (Decision::Confirm, Some(p)) => {
                 let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())?;
                 write_state(path, &text, "pending")?;
+                if !turn_file.held.contains(&p.digest) {
+                    turn_file.held.push(p.digest.clone());
+                }
                 notes.push(format!("pending call written to {}", path.display()));
             }
             (Decision::Allow, _) if pending.as_ref().is_some_and(|p| p.tool == verdict.tool) => {
@@ -257,7 +315,8 @@ pub(crate) fn guard(
         }
     }
     if let Some(path) = &call.turn {
-        let text = serde_json::to_string(&turn).map_err(|e| e.to_string())?;
+        turn_file.transactional_calls = turn.transactional_calls;
+        let text = serde_json::to_string(&turn_file).map_err(|e| e.to_string())?;
         write_state(path, &text, "turn")?;
     }
     if json {

@@ -105,7 +105,9 @@ enum Command {
         /// (FILE.lock) from reading to writing, so parallel runs share one count.
         #[arg(long, value_name = "FILE")]
         turn: Option<PathBuf>,
-        /// Start a new user turn: ignore the turn file's count.
+        /// Start a new user turn: ignore the turn file's count and the calls held in it (a call
+        /// held in a turn is confirmed in a later one, and a call awaiting confirmation is not
+        /// replaced by another in the same turn).
         #[arg(long, requires = "turn")]
         new_turn: bool,
         /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
