@@ -2,8 +2,9 @@
 //! symlink, a pending call is neither replaced by another call nor confirmed in the turn it was
 //! held in, and the arguments can come from a file or standard input.
 
+use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
@@ -190,4 +191,111 @@ fn a_turn_file_without_held_calls_still_reads() {
     std::fs::write(dir.path("turn.json"), r#"{"transactional_calls":0}"#).unwrap();
     let v = send(&dir, r#"{"to": "bob"}"#, false);
     assert_eq!(v["decision"], json!("confirm"));
+}
+
+/// Runs `guard --json` for `read` with extra flags and standard input `stdin`.
+fn read_with(dir: &Scratch, flags: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    std::fs::write(dir.path("g.warden"), SEND).unwrap();
+    let mut child = toolwarden()
+        .current_dir(&dir.0)
+        .args(["guard", "-p", "g.warden", "--tool", "read", "--json"])
+        .args(flags)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut input = child.stdin.take().expect("stdin");
+    // The guard may stop reading at the cap; a closed pipe is not an error here.
+    let _ = input.write_all(stdin);
+    drop(input);
+    outcome(&child.wait_with_output().expect("the run ends"))
+}
+
+fn allowed_args(stdout: &str) -> Value {
+    serde_json::from_str::<Value>(stdout).expect("JSON")["args"].clone()
+}
+
+#[test]
+fn arguments_come_from_a_file_or_standard_input() {
+    let dir = Scratch::new("args");
+    // Longer than one command-line string may be (128 KiB on Linux), under the 1 MiB cap.
+    let long = "x".repeat(600 * 1024);
+    let text = format!(r#"{{"note": "{long}"}}"#);
+    std::fs::write(dir.path("args.json"), &text).unwrap();
+    let (code, stdout, stderr) = read_with(&dir, &["--args-file", "args.json"], b"");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(allowed_args(&stdout), json!({"note": long}));
+    let (code, stdout, stderr) = read_with(&dir, &["--args", "-"], text.as_bytes());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(allowed_args(&stdout), json!({"note": long}));
+    // Both are parsed strictly: a duplicated key is refused.
+    let (code, _, stderr) = read_with(&dir, &["--args", "-"], br#"{"a": 1, "a": 2}"#);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (2, "error: `--args -`: the arguments are not acceptable JSON: duplicate key `a` at line 1 column 12\n")
+    );
+}
+
+#[test]
+fn arguments_from_a_file_or_standard_input_are_capped_at_one_mib() {
+    let dir = Scratch::new("args-cap");
+    let big = format!(r#"{{"note": "{}"}}"#, "x".repeat(1024 * 1024));
+    std::fs::write(dir.path("big.json"), &big).unwrap();
+    let (code, _, stderr) = read_with(&dir, &["--args-file", "big.json"], b"");
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: `--args-file`: cannot read `big.json`: larger than the limit of 1048576 bytes\n"
+        )
+    );
+    let (code, _, stderr) = read_with(&dir, &["--args", "-"], big.as_bytes());
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: `--args -`: standard input is larger than the limit of 1048576 bytes\n"
+        )
+    );
+    // A directory is not an arguments file; --args and --args-file do not go together.
+    let (code, _, stderr) = read_with(&dir, &["--args-file", "."], b"");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with("error: `--args-file`: cannot read `.`: "),
+        "{stderr}"
+    );
+    let (code, _, stderr) = read_with(&dir, &["--args", "{}", "--args-file", "big.json"], b"");
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
+}
+
+#[test]
+fn a_tenant_argument_that_is_null_fails_closed_from_the_cli() {
+    let dir = Scratch::new("tenant");
+    std::fs::write(
+        dir.path("t.warden"),
+        "policy \"t\"\neffects none\nmode agent { }\ndefault mode agent\n\
+         tenant arg \"business_id\"\ntool read { effect none }\n",
+    )
+    .unwrap();
+    let out = toolwarden()
+        .current_dir(&dir.0)
+        .args([
+            "guard", "-p", "t.warden", "--tenant", "b-42", "--tool", "read",
+        ])
+        .args(["--args", r#"{"business_id": null}"#, "--json"])
+        .output()
+        .expect("the binary runs");
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(
+        (&v["decision"], &v["metadata"]["stage"], &v["error"]),
+        (
+            &json!("deny"),
+            &json!("tenant_arg"),
+            &json!("argument `business_id` must be the tenant's id (a string), not null")
+        )
+    );
 }

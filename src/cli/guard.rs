@@ -16,6 +16,7 @@ type CmdResult = Result<i32, String>;
 pub(crate) struct CallArgs {
     pub tool: String,
     pub args: String,
+    pub args_file: Option<PathBuf>,
     pub pending: Option<PathBuf>,
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
@@ -158,6 +159,44 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
     Ok(held)
 }
 
+/// The call's arguments, parsed: from `--args-file`, from standard input for `--args -`, else
+/// the `--args` text. Files and standard input are read up to
+/// [`toolwarden::limits::MAX_ARGS_BYTES`] and
+/// must be UTF-8.
+fn read_call_args(call: &CallArgs) -> Result<Value, String> {
+    use std::io::Read as _;
+    let max = toolwarden::limits::MAX_ARGS_BYTES;
+    let (flag, text) = match &call.args_file {
+        Some(path) => {
+            let text = toolwarden::limits::read_text(path, max)
+                .map_err(|e| format!("`--args-file`: cannot read `{}`: {e}", path.display()))?;
+            ("--args-file", text)
+        }
+        None if call.args == "-" => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(max as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("`--args -`: cannot read standard input: {e}"))?;
+            if bytes.len() > max {
+                return Err(format!(
+                    "`--args -`: standard input is larger than the limit of {max} bytes"
+                ));
+            }
+            let text = String::from_utf8(bytes).map_err(|e| {
+                format!(
+                    "`--args -`: standard input is not valid UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                )
+            })?;
+            ("--args -", text)
+        }
+        None => ("--args", call.args.clone()),
+    };
+    parse_args(&text).map_err(|e| format!("`{flag}`: {e}"))
+}
+
 /// Whether `path` itself (not what it points to) is a symbolic link.
 fn is_symlink(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
@@ -171,7 +210,7 @@ pub(crate) fn guard(
 ) -> CmdResult {
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
-    let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
+    let args = read_call_args(call)?;
     // One run at a time per state file, from reading it to writing it back: parallel runs see
     // each other's counts and pending calls, so the turn limit holds across processes.
     let state_files: Vec<&Path> = [call.pending.as_deref(), call.turn.as_deref()]

@@ -91,9 +91,13 @@ enum Command {
         #[arg(long)]
         tool: String,
         /// The call's arguments, a JSON object (duplicated keys are rejected; at most 1 MiB and
-        /// 64 levels deep).
-        #[arg(long, default_value = "{}")]
+        /// 64 levels deep); `-` reads them from standard input.
+        #[arg(long, default_value = "{}", conflicts_with = "args_file")]
         args: String,
+        /// Read the call's arguments from FILE (a regular file of at most 1 MiB), for arguments
+        /// longer than one command-line string may be.
+        #[arg(long, value_name = "FILE")]
+        args_file: Option<PathBuf>,
         /// A pending-call file: written when the call needs confirmation, read (and checked
         /// against the call) when it exists, removed once the confirmed call is allowed. A
         /// confirmed call with no pending call in FILE is denied: only the user confirms.
@@ -361,6 +365,7 @@ pub fn run() -> i32 {
             req,
             tool,
             args,
+            args_file,
             pending,
             turn,
             new_turn,
@@ -372,6 +377,7 @@ pub fn run() -> i32 {
             &guard::CallArgs {
                 tool,
                 args,
+                args_file,
                 pending,
                 turn,
                 new_turn,
