@@ -299,3 +299,36 @@ fn a_tenant_argument_that_is_null_fails_closed_from_the_cli() {
         )
     );
 }
+
+#[test]
+fn text_output_shows_invisible_characters_as_code_points() {
+    let dir = Scratch::new("escape");
+    std::fs::write(dir.path("g.warden"), SEND).unwrap();
+    let tool = "nope\ntoolwarden: FORGED line\u{1b}[31m\u{202e}\u{85}";
+    let out = toolwarden()
+        .current_dir(&dir.0)
+        .args(["guard", "-p", "g.warden", "--tool", tool])
+        .output()
+        .expect("the binary runs");
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, 0, "{stderr}");
+    let shown = "nope<U+000A>toolwarden: FORGED line<U+001B>[31m<U+202E><U+0085>";
+    assert_eq!(
+        stdout,
+        format!(
+            "decision: deny\nstage:    identity\nreason:   `{shown}` is not declared by the policy and unknown tools are denied\n"
+        )
+    );
+    // Values too: an argument with a bidi override and DEL is printed escaped.
+    let out = toolwarden()
+        .current_dir(&dir.0)
+        .args(["guard", "-p", "g.warden", "--tool", "read"])
+        .args(["--args", "{\"q\": \"a\u{202e}b\u{7f}\"}"])
+        .output()
+        .expect("the binary runs");
+    let (_, stdout, _) = outcome(&out);
+    assert!(
+        stdout.contains("execute:  {\"q\":\"a<U+202E>b<U+007F>\"}\n"),
+        "{stdout}"
+    );
+}

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolwarden::invisible::escape;
 use toolwarden::{parse_args, Decision, PendingCall, Policy, Stage, Turn};
 
 use super::commands::{load_policy, pretty, request_of};
@@ -362,41 +363,50 @@ pub(crate) fn guard(
         println!("{}", pretty(&verdict.to_json()));
         return Ok(0);
     }
-    println!("decision: {}", verdict.decision);
+    // Tool names, reasons and values come from the caller (the model): invisible characters
+    // are shown as `<U+XXXX>`, so they cannot forge a line, colour the terminal or hide text.
+    let show = |label: &str, text: &str| println!("{label}{}", escape(text));
+    show("decision: ", verdict.decision.as_str());
     if let Some(stage) = verdict.stage {
-        println!("stage:    {stage}");
+        show("stage:    ", stage.as_str());
     }
-    println!("reason:   {}", verdict.reason);
+    show("reason:   ", &verdict.reason);
     if let Some(src) = &verdict.source {
-        println!("rule:     {src}");
+        show("rule:     ", src);
     }
     if !verdict.missing.is_empty() {
-        println!("missing:  {}", verdict.missing.join(", "));
+        show("missing:  ", &verdict.missing.join(", "));
     }
     if let Some(args) = &verdict.args_for_execution {
-        println!("execute:  {}", Value::Object(args.clone()));
+        show("execute:  ", &Value::Object(args.clone()).to_string());
     }
     if let Some(p) = &verdict.pending {
-        println!(
-            "pending:  {} {} (digest {})",
-            p.tool,
-            Value::Object(p.args.clone()),
-            &p.digest[..16.min(p.digest.len())]
+        show(
+            "pending:  ",
+            &format!(
+                "{} {} (digest {})",
+                p.tool,
+                Value::Object(p.args.clone()),
+                &p.digest[..16.min(p.digest.len())]
+            ),
         );
     }
     if call.turn.is_some() {
-        println!(
-            "turn:     {} transactional call{} so far",
-            turn.transactional_calls,
-            if turn.transactional_calls == 1 {
-                ""
-            } else {
-                "s"
-            }
+        show(
+            "turn:     ",
+            &format!(
+                "{} transactional call{} so far",
+                turn.transactional_calls,
+                if turn.transactional_calls == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
         );
     }
     for n in notes {
-        println!("note:     {n}");
+        show("note:     ", &n);
     }
     Ok(0)
 }
