@@ -100,8 +100,10 @@ enum Command {
         args_file: Option<PathBuf>,
         /// A pending-call file: written when the call needs confirmation, read (and checked
         /// against the call) when it exists, removed once the confirmed call is allowed. A
-        /// confirmed call with no pending call in FILE is denied: only the user confirms.
-        /// Locked (FILE.lock) for the whole run, like `--turn`.
+        /// confirmed call with no pending call in FILE is denied: only the user confirms. With
+        /// `--turn`, a call held in this turn is confirmed only in a later one, and another call
+        /// does not replace it in the same turn. Locked (FILE.lock) for the whole run, like
+        /// `--turn`.
         #[arg(long, value_name = "FILE")]
         pending: Option<PathBuf>,
         /// A turn-state file counting this user turn's transactional calls (created when
