@@ -1889,7 +1889,8 @@ fn invisible_diagnostic(
     } else {
         let visible: String = body
             .char_indices()
-            .filter(|(i, _)| !found.iter().any(|(j, _)| j == i))
+            // `found` is in text order: a binary search keeps this linear-logarithmic.
+            .filter(|(i, _)| found.binary_search_by_key(i, |&(j, _)| j).is_err())
             .map(|(_, c)| c)
             .collect();
         let fix = if visible.is_empty() {
@@ -1919,4 +1920,25 @@ fn invisible_diagnostic(
         Diagnostic::warning("invisible-character", message)
     };
     Some(d.at(span, format!("{point} here")).help(help))
+}
+
+#[cfg(test)]
+mod invisible_tests {
+    use crate::Policy;
+
+    /// A long string of invisible characters is reported once, in bounded time.
+    #[test]
+    fn a_long_invisible_string_is_one_diagnostic() {
+        let text = format!(
+            "policy \"p\"\neffects none\nmode m {{ }}\ntool \"a{}\" {{ effect none }}\n",
+            "\u{200B}".repeat(200_000)
+        );
+        let policy = Policy::parse(&text, "p.warden").expect("warnings only");
+        let codes: Vec<&str> = policy.warnings().iter().map(|d| d.code()).collect();
+        assert_eq!(codes, ["invisible-character"]);
+        assert_eq!(
+            policy.warnings()[0].help_text(),
+            Some("<U+200B> is a zero-width character; text that holds it reads as something it is not; delete it: write \"a\" (199999 more invisible characters in this string)")
+        );
+    }
 }
