@@ -809,11 +809,16 @@ impl Policy {
             return Ok(deny(verdict, Stage::Requires, row.rule_decl, reason));
         }
         // 8. tenant argument
+        // Absent, it is left to the session (which injects it); present, it must be the tenant's
+        // id as a string: null or any other type fails closed.
         if let Some(arg) = t.tenant_arg.as_deref() {
-            if let Some(value) = obj.get(arg).filter(|v| !v.is_null()) {
-                let given = match value {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+            if let Some(value) = obj.get(arg) {
+                let Value::String(given) = value else {
+                    let reason = format!(
+                        "argument `{arg}` must be the tenant's id (a string), not {}",
+                        json_kind(value)
+                    );
+                    return Ok(deny(verdict, Stage::TenantArg, t.rule_tenant_arg, reason));
                 };
                 if bound.tenant != Some(given.as_str()) {
                     let reason = match bound.tenant {

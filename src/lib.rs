@@ -57,6 +57,7 @@ mod diagnostic;
 mod eval;
 pub mod fmt;
 pub mod import;
+pub mod invisible;
 pub mod limits;
 pub mod mcp;
 mod policy;

@@ -97,6 +97,7 @@ impl Policy {
         let (files, mut diagnostics) = syntax::load(name, text, origin, &mut sources);
         let syntax_failed = diagnostics.iter().any(|d| d.severity() == Severity::Error);
         let (model, mut checked) = check::check(&files);
+        checked.extend(check::invisible_characters(&files, &sources));
         if syntax_failed {
             // Semantic errors on a partial tree mislead (a missing declaration may only be
             // missing because it did not parse); keep only the ones that cannot stem from that.

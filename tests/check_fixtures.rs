@@ -95,7 +95,22 @@ fn each_fixture_reports_the_expected_codes() {
         ("implies_cycle", &["cycle"]),
         ("include_cycle", &["include-cycle"]),
         ("include_unreadable", &["include-unreadable"]),
-        ("keyword_errors", &["bad-keyword"; 7]),
+        ("invisible_characters", &["invisible-character"; 6]),
+        (
+            "keyword_errors",
+            &[
+                "bad-keyword",
+                "invisible-character",
+                "bad-keyword",
+                "bad-keyword",
+                "invisible-character",
+                "bad-keyword",
+                "bad-keyword",
+                "bad-keyword",
+                "bad-keyword",
+                "invisible-character",
+            ],
+        ),
         (
             "keyword_warnings",
             &[

@@ -615,26 +615,28 @@ fn a_tenant_argument_naming_another_business_is_denied() {
         Some(format!("{POLICY}:50:12").as_str())
     );
     assert_eq!(v.to_json()["metadata"]["stage"], json!("tenant_arg"));
-    // A number naming another tenant is compared by its JSON text.
-    let v = policy
-        .check_call(
-            &request,
-            &intent,
-            &mut turn,
-            "get_invoice",
-            &json!({"business_id": 42}),
-        )
-        .unwrap();
-    assert_eq!(
-        (v.decision, v.stage),
-        (Decision::Deny, Some(Stage::TenantArg))
-    );
-    // The session's own tenant, or no tenant argument (injected by the session), passes.
-    for args in [
-        json!({"business_id": "b-42"}),
-        json!({}),
-        json!({"business_id": null}),
+    // A tenant argument that is not a string (a number, null) fails closed.
+    for (args, kind) in [
+        (json!({"business_id": 42}), "a number"),
+        (json!({"business_id": null}), "null"),
+        (json!({"business_id": ["b-42"]}), "an array"),
     ] {
+        let v = policy
+            .check_call(&request, &intent, &mut turn, "get_invoice", &args)
+            .unwrap();
+        assert_eq!(
+            (v.decision, v.stage, v.reason.as_str()),
+            (
+                Decision::Deny,
+                Some(Stage::TenantArg),
+                format!("argument `business_id` must be the tenant's id (a string), not {kind}")
+                    .as_str()
+            ),
+            "{args}"
+        );
+    }
+    // The session's own tenant, or no tenant argument (injected by the session), passes.
+    for args in [json!({"business_id": "b-42"}), json!({})] {
         let v = policy
             .check_call(&request, &intent, &mut turn, "get_invoice", &args)
             .unwrap();

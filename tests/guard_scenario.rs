@@ -273,9 +273,13 @@ fn cli_two_turn_flow_with_pending_and_turn_files() {
         json!({"order_id": "123", "reason": "arrependimento"})
     );
     assert_eq!(out["pending_call"], serde_json::to_value(&stored).unwrap());
+    // The turn file records the call held in this turn: it is confirmed in a later one.
     assert_eq!(
         std::fs::read_to_string(&turn).expect("turn written"),
-        r#"{"transactional_calls":0}"#
+        format!(
+            r#"{{"transactional_calls":0,"held":["{}"]}}"#,
+            stored.digest
+        )
     );
 
     // Turn 2, a swapped order id: denied, the pending call stays.

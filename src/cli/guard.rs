@@ -3,8 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolwarden::{parse_args, Decision, PendingCall, Policy, Turn};
+use toolwarden::invisible::escape;
+use toolwarden::{parse_args, Decision, PendingCall, Policy, Stage, Turn};
 
 use super::commands::{load_policy, pretty, request_of};
 use super::RequestArgs;
@@ -15,10 +17,22 @@ type CmdResult = Result<i32, String>;
 pub(crate) struct CallArgs {
     pub tool: String,
     pub args: String,
+    pub args_file: Option<PathBuf>,
     pub pending: Option<PathBuf>,
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
     pub legacy: Option<PathBuf>,
+}
+
+/// The turn file of `--turn`: the [`Turn`] count, and the digests of the calls held for
+/// confirmation in this turn (absent in files written before they were recorded, and while
+/// none is held). A call held in a turn is confirmed in a later one, once the user could answer.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnFile {
+    transactional_calls: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    held: Vec<String>,
 }
 
 /// Loads a `.warden` policy, or a `tool_policies.yaml` (`.yaml`/`.yml`, with an optional legacy
@@ -72,10 +86,17 @@ fn write_state(path: &Path, text: &str, what: &str) -> Result<(), String> {
     };
     let fail =
         |e: &dyn std::fmt::Display| format!("cannot write {what} file `{}`: {e}", path.display());
+    // Created new (never an existing file) and, on unix, never through a symlink.
     let mut tmp = tempfile::Builder::new()
         .prefix(".toolwarden-")
         .suffix(".tmp")
-        .tempfile_in(dir)
+        .make_in(dir, |name| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+            options.open(name)
+        })
         .map_err(|e| fail(&e))?;
     tmp.write_all(text.as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
@@ -105,12 +126,23 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
         let mut options = std::fs::OpenOptions::new();
         options.create(true).truncate(false).write(true);
         // A FIFO or device in the lock file's place must not block the open (it is refused
-        // below as not a regular file).
+        // below as not a regular file), and a symlink there is never followed: opening it
+        // would create or truncate whatever file it points to.
         #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-        let file = options
-            .open(&lock)
-            .map_err(|e| format!("cannot open lock file `{}`: {e}", lock.display()))?;
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut options,
+            libc::O_NONBLOCK | libc::O_NOFOLLOW,
+        );
+        let file = options.open(&lock).map_err(|e| {
+            if is_symlink(&lock) {
+                format!(
+                    "lock file `{}` is a symbolic link; toolwarden does not follow it: delete it",
+                    lock.display()
+                )
+            } else {
+                format!("cannot open lock file `{}`: {e}", lock.display())
+            }
+        })?;
         if !file
             .metadata()
             .map_err(|e| format!("cannot read lock file `{}`: {e}", lock.display()))?
@@ -128,6 +160,49 @@ fn lock_state(paths: &[&Path]) -> Result<Vec<std::fs::File>, String> {
     Ok(held)
 }
 
+/// The call's arguments, parsed: from `--args-file`, from standard input for `--args -`, else
+/// the `--args` text. Files and standard input are read up to
+/// [`toolwarden::limits::MAX_ARGS_BYTES`] and
+/// must be UTF-8.
+fn read_call_args(call: &CallArgs) -> Result<Value, String> {
+    use std::io::Read as _;
+    let max = toolwarden::limits::MAX_ARGS_BYTES;
+    let (flag, text) = match &call.args_file {
+        Some(path) => {
+            let text = toolwarden::limits::read_text(path, max)
+                .map_err(|e| format!("`--args-file`: cannot read `{}`: {e}", path.display()))?;
+            ("--args-file", text)
+        }
+        None if call.args == "-" => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .take(max as u64 + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("`--args -`: cannot read standard input: {e}"))?;
+            if bytes.len() > max {
+                return Err(format!(
+                    "`--args -`: standard input is larger than the limit of {max} bytes"
+                ));
+            }
+            let text = String::from_utf8(bytes).map_err(|e| {
+                format!(
+                    "`--args -`: standard input is not valid UTF-8 (byte {})",
+                    e.utf8_error().valid_up_to()
+                )
+            })?;
+            ("--args -", text)
+        }
+        None => ("--args", call.args.clone()),
+    };
+    parse_args(&text).map_err(|e| format!("`{flag}`: {e}"))
+}
+
+/// Whether `path` itself (not what it points to) is a symbolic link.
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
 pub(crate) fn guard(
     req: &RequestArgs,
     call: &CallArgs,
@@ -136,7 +211,7 @@ pub(crate) fn guard(
 ) -> CmdResult {
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
-    let args = parse_args(&call.args).map_err(|e| format!("`--args`: {e}"))?;
+    let args = read_call_args(call)?;
     // One run at a time per state file, from reading it to writing it back: parallel runs see
     // each other's counts and pending calls, so the turn limit holds across processes.
     let state_files: Vec<&Path> = [call.pending.as_deref(), call.turn.as_deref()]
@@ -144,17 +219,21 @@ pub(crate) fn guard(
         .flatten()
         .collect();
     let _locks = lock_state(&state_files)?;
-    let mut turn = match (&call.turn, call.new_turn) {
+    // A missing turn file, or `--new-turn`, starts a new turn: nothing held in it yet.
+    let mut turn_file = match (&call.turn, call.new_turn) {
         (Some(path), false) => match read_state(path, "turn")? {
-            Some(text) => serde_json::from_str::<Turn>(&text).map_err(|e| {
+            Some(text) => serde_json::from_str::<TurnFile>(&text).map_err(|e| {
                 format!(
                     "turn file `{}` is corrupt ({e}); delete it to start a new turn",
                     path.display()
                 )
             })?,
-            None => Turn::new(),
+            None => TurnFile::default(),
         },
-        _ => Turn::new(),
+        _ => TurnFile::default(),
+    };
+    let mut turn = Turn {
+        transactional_calls: turn_file.transactional_calls,
     };
     let pending: Option<PendingCall> = match &call.pending {
         Some(path) => match read_state(path, "pending")? {
@@ -168,6 +247,19 @@ pub(crate) fn guard(
         },
         None => None,
     };
+    // Whether the pending call was held in this very turn: then the user has not had the
+    // chance to answer it yet. Without `--turn` the guard cannot tell turns apart and takes
+    // every pending call as current (so another call never replaces it).
+    let held_this_turn = |p: &PendingCall| match &call.turn {
+        Some(_) => turn_file.held.contains(&p.digest),
+        None => true,
+    };
+    let pending_this_turn = pending.as_ref().is_some_and(held_this_turn);
+    // A confirmation counts only after the user could have answered: a call held in this turn
+    // is judged as if nothing awaited confirmation (denied at stage `confirmation`).
+    let unanswered =
+        call.turn.is_some() && pending_this_turn && policy.strip_confirmation(&args) != args;
+    let judged_pending = if unanswered { None } else { pending.as_ref() };
     // With a pending file, the guard knows which call awaits confirmation: a confirmation is
     // trusted only against it (strict). Without one, there is nothing to check it against.
     let strict = call.pending.is_some();
@@ -180,7 +272,7 @@ pub(crate) fn guard(
             &mut turn,
             &call.tool,
             &args,
-            pending.as_ref(),
+            judged_pending,
         ),
         (Some(mut a), false) => a.check_call(
             &policy,
@@ -190,7 +282,7 @@ pub(crate) fn guard(
             &mut turn,
             &call.tool,
             &args,
-            pending.as_ref(),
+            judged_pending,
         ),
         (None, true) => policy
             .check_call_strict(
@@ -199,7 +291,7 @@ pub(crate) fn guard(
                 &mut turn,
                 &call.tool,
                 &args,
-                pending.as_ref(),
+                judged_pending,
             )
             .map_err(Into::into),
         (None, false) => policy
@@ -209,17 +301,46 @@ pub(crate) fn guard(
                 &mut turn,
                 &call.tool,
                 &args,
-                pending.as_ref(),
+                judged_pending,
             )
             .map_err(Into::into),
     }
     .map_err(|e: toolwarden::audit::AuditError| e.to_string())?;
+    let mut verdict = verdict;
+    if unanswered && verdict.stage == Some(Stage::Confirmation) && verdict.is_denied() {
+        verdict.reason = "the user has not answered yet: a call held in this turn is confirmed in a later one (--new-turn)".to_string();
+    }
+    // Another call held while one is still awaiting the user's answer in this turn would
+    // replace the call the user is being shown: refuse it. A new turn replaces a stale one; the
+    // same call asked again keeps its pending call.
+    if let (Some(old), Some(new)) = (&pending, &verdict.pending) {
+        if verdict.decision == Decision::Confirm && old.digest != new.digest && pending_this_turn {
+            verdict.decision = Decision::Deny;
+            verdict.stage = Some(Stage::Confirmation);
+            verdict.reason = format!(
+                "`{}` is awaiting the user's confirmation of another call; answer it first or start a new turn with --new-turn",
+                verdict.tool
+            );
+            verdict.pending = None;
+        }
+    }
     let mut notes = Vec::new();
     if let Some(path) = &call.pending {
         match (verdict.decision, &verdict.pending) {
+            (Decision::Confirm, Some(p))
+                if pending.as_ref().is_some_and(|o| o.digest == p.digest) =>
+            {
+                notes.push(format!(
+                    "the same call is already pending in {}",
+                    path.display()
+                ));
+            }
             (Decision::Confirm, Some(p)) => {
                 let text = serde_json::to_string_pretty(p).map_err(|e| e.to_string())?;
                 write_state(path, &text, "pending")?;
+                if !turn_file.held.contains(&p.digest) {
+                    turn_file.held.push(p.digest.clone());
+                }
                 notes.push(format!("pending call written to {}", path.display()));
             }
             (Decision::Allow, _) if pending.as_ref().is_some_and(|p| p.tool == verdict.tool) => {
@@ -234,48 +355,58 @@ pub(crate) fn guard(
         }
     }
     if let Some(path) = &call.turn {
-        let text = serde_json::to_string(&turn).map_err(|e| e.to_string())?;
+        turn_file.transactional_calls = turn.transactional_calls;
+        let text = serde_json::to_string(&turn_file).map_err(|e| e.to_string())?;
         write_state(path, &text, "turn")?;
     }
     if json {
         println!("{}", pretty(&verdict.to_json()));
         return Ok(0);
     }
-    println!("decision: {}", verdict.decision);
+    // Tool names, reasons and values come from the caller (the model): invisible characters
+    // are shown as `<U+XXXX>`, so they cannot forge a line, colour the terminal or hide text.
+    let show = |label: &str, text: &str| println!("{label}{}", escape(text));
+    show("decision: ", verdict.decision.as_str());
     if let Some(stage) = verdict.stage {
-        println!("stage:    {stage}");
+        show("stage:    ", stage.as_str());
     }
-    println!("reason:   {}", verdict.reason);
+    show("reason:   ", &verdict.reason);
     if let Some(src) = &verdict.source {
-        println!("rule:     {src}");
+        show("rule:     ", src);
     }
     if !verdict.missing.is_empty() {
-        println!("missing:  {}", verdict.missing.join(", "));
+        show("missing:  ", &verdict.missing.join(", "));
     }
     if let Some(args) = &verdict.args_for_execution {
-        println!("execute:  {}", Value::Object(args.clone()));
+        show("execute:  ", &Value::Object(args.clone()).to_string());
     }
     if let Some(p) = &verdict.pending {
-        println!(
-            "pending:  {} {} (digest {})",
-            p.tool,
-            Value::Object(p.args.clone()),
-            &p.digest[..16.min(p.digest.len())]
+        show(
+            "pending:  ",
+            &format!(
+                "{} {} (digest {})",
+                p.tool,
+                Value::Object(p.args.clone()),
+                &p.digest[..16.min(p.digest.len())]
+            ),
         );
     }
     if call.turn.is_some() {
-        println!(
-            "turn:     {} transactional call{} so far",
-            turn.transactional_calls,
-            if turn.transactional_calls == 1 {
-                ""
-            } else {
-                "s"
-            }
+        show(
+            "turn:     ",
+            &format!(
+                "{} transactional call{} so far",
+                turn.transactional_calls,
+                if turn.transactional_calls == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            ),
         );
     }
     for n in notes {
-        println!("note:     {n}");
+        show("note:     ", &n);
     }
     Ok(0)
 }

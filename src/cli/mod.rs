@@ -91,13 +91,19 @@ enum Command {
         #[arg(long)]
         tool: String,
         /// The call's arguments, a JSON object (duplicated keys are rejected; at most 1 MiB and
-        /// 64 levels deep).
-        #[arg(long, default_value = "{}")]
+        /// 64 levels deep); `-` reads them from standard input.
+        #[arg(long, default_value = "{}", conflicts_with = "args_file")]
         args: String,
+        /// Read the call's arguments from FILE (a regular file of at most 1 MiB), for arguments
+        /// longer than one command-line string may be.
+        #[arg(long, value_name = "FILE")]
+        args_file: Option<PathBuf>,
         /// A pending-call file: written when the call needs confirmation, read (and checked
         /// against the call) when it exists, removed once the confirmed call is allowed. A
-        /// confirmed call with no pending call in FILE is denied: only the user confirms.
-        /// Locked (FILE.lock) for the whole run, like `--turn`.
+        /// confirmed call with no pending call in FILE is denied: only the user confirms. With
+        /// `--turn`, a call held in this turn is confirmed only in a later one, and another call
+        /// does not replace it in the same turn. Locked (FILE.lock) for the whole run, like
+        /// `--turn`.
         #[arg(long, value_name = "FILE")]
         pending: Option<PathBuf>,
         /// A turn-state file counting this user turn's transactional calls (created when
@@ -105,7 +111,9 @@ enum Command {
         /// (FILE.lock) from reading to writing, so parallel runs share one count.
         #[arg(long, value_name = "FILE")]
         turn: Option<PathBuf>,
-        /// Start a new user turn: ignore the turn file's count.
+        /// Start a new user turn: ignore the turn file's count and the calls held in it (a call
+        /// held in a turn is confirmed in a later one, and a call awaiting confirmation is not
+        /// replaced by another in the same turn).
         #[arg(long, requires = "turn")]
         new_turn: bool,
         /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
@@ -359,6 +367,7 @@ pub fn run() -> i32 {
             req,
             tool,
             args,
+            args_file,
             pending,
             turn,
             new_turn,
@@ -370,6 +379,7 @@ pub fn run() -> i32 {
             &guard::CallArgs {
                 tool,
                 args,
+                args_file,
                 pending,
                 turn,
                 new_turn,

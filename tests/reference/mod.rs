@@ -379,14 +379,11 @@ impl RefPolicy {
         // 8. tenant argument
         if let Some(arg) = &self.tenant_arg {
             if let Some(v) = obj.get(arg) {
-                if !v.is_null() {
-                    let given = match v {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    if r.tenant.as_deref() != Some(given.as_str()) {
-                        return deny("tenant_arg");
-                    }
+                // Present: the tenant's id as a string, or denied (null and other types too).
+                if v.as_str()
+                    .is_none_or(|given| r.tenant.as_deref() != Some(given))
+                {
+                    return deny("tenant_arg");
                 }
             }
         }
