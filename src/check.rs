@@ -1837,8 +1837,8 @@ const MAX_SHADOW_COMPARISONS: usize = 250_000;
 /// return of a CRLF line end) makes text read as something it is not, or reorders the text
 /// after it. One diagnostic (`invisible-character`) per string or comment, at its first such
 /// character, naming it as `<U+XXXX>` and saying what to write. A NUL in a string (a name) is
-/// an error. ZWNJ (U+200C) is part of Persian spelling: it is allowed in the keywords and
-/// negators (the strings of `keywords` and `negation` declarations).
+/// an error. ZWNJ (U+200C) is part of Persian spelling: it is allowed in comments and in the
+/// strings of `keywords`, `negation`, `embedded` and `except` declarations.
 pub(crate) fn invisible_characters(
     files: &[PolicyFile],
     sources: &crate::diagnostic::Sources,
@@ -1852,6 +1852,7 @@ pub(crate) fn invisible_characters(
             .filter_map(|d| match d {
                 Decl::Keywords(k) => Some(k.span.range()),
                 Decl::Negation(n) => Some(n.span.range()),
+                Decl::Embedded(e) | Decl::Except(e) => Some(e.span.range()),
                 _ => None,
             })
             .collect();
@@ -1888,7 +1889,7 @@ pub(crate) fn invisible_characters(
                 crate::invisible::is_invisible(c)
                     && c != '\t'
                     && !(comment && c == '\r')
-                    && !(keyword && c == '\u{200C}')
+                    && !((keyword || comment) && c == '\u{200C}')
             };
             let found: Vec<(usize, char)> =
                 body.char_indices().filter(|&(_, c)| flagged(c)).collect();
