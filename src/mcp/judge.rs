@@ -469,7 +469,9 @@ impl Judge {
     /// absent). `schema` is the tool's schema as the server last listed it (its annotations may
     /// tighten the decision exactly as they did in the listing); `None` for a tool the server
     /// did not list. A call that needs confirmation is remembered in `pending`; a later call
-    /// with a confirmation field set to `true` and the same arguments is checked against it.
+    /// with a confirmation field set to `true` and the same arguments is checked against it
+    /// once that hold is armed and fresh ([`PendingCalls`]); a confirmed call with no such
+    /// hold is denied at stage `confirmation` and holds nothing.
     /// Never panics: an evaluator error or panic is a refusal at stage `error` (in advisory
     /// mode too).
     pub fn judge_call(

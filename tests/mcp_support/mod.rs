@@ -95,6 +95,13 @@ pub struct Harness {
     pub time: Arc<Mutex<String>>,
     /// Every element the client sent that parses as a JSON object, in order.
     pub client_sent: Vec<Value>,
+    /// How many lines the client sent.
+    pub lines: usize,
+    /// For each message the server received, the client line being handled then (0 before
+    /// the first).
+    pub server_got_at: Vec<usize>,
+    /// `save_note` requests (with an id, no confirmation) the client sent: (line, arguments).
+    pub asked: Vec<(usize, Value)>,
 }
 
 impl Harness {
@@ -129,6 +136,9 @@ impl Harness {
             call_result: None,
             time,
             client_sent: Vec::new(),
+            lines: 0,
+            server_got_at: Vec::new(),
+            asked: Vec::new(),
         }
     }
 
@@ -139,13 +149,24 @@ impl Harness {
 
     /// The client sends one line.
     pub fn client(&mut self, text: &[u8]) {
-        match serde_json::from_slice::<Value>(text) {
-            Ok(Value::Array(items)) => self
-                .client_sent
-                .extend(items.into_iter().filter(Value::is_object)),
-            Ok(v) if v.is_object() => self.client_sent.push(v),
-            _ => {}
+        self.lines += 1;
+        let items = match serde_json::from_slice::<Value>(text) {
+            Ok(Value::Array(items)) => items.into_iter().filter(Value::is_object).collect(),
+            Ok(v) if v.is_object() => vec![v],
+            _ => Vec::new(),
+        };
+        for m in &items {
+            let args = m["params"]["arguments"].clone();
+            let args = if args.is_null() { json!({}) } else { args };
+            if m["method"] == "tools/call"
+                && m["params"]["name"] == "save_note"
+                && m.get("id").is_some_and(|id| !id.is_null())
+                && args.get("confirmed").is_none()
+            {
+                self.asked.push((self.lines, args));
+            }
         }
+        self.client_sent.extend(items);
         let out = self.session.from_client(text);
         self.take(out);
     }
@@ -192,6 +213,7 @@ impl Harness {
                         work.push_back(self.session.from_server(answer.to_string().as_bytes()));
                     }
                     self.server_got.push(item);
+                    self.server_got_at.push(self.lines);
                 }
             }
         }
@@ -275,6 +297,20 @@ impl Harness {
         // Every message the server got is a JSON-RPC object it can read.
         for m in &self.server_got {
             assert!(m.is_object(), "{m}");
+        }
+        // A call that needs confirmation runs only after the client asked for it without the
+        // confirmation in an earlier line (never in the same line or batch).
+        if !self.advisory {
+            for (m, &at) in self.server_got.iter().zip(&self.server_got_at) {
+                if m["method"] == "tools/call" && m["params"]["name"] == "save_note" {
+                    let args = &m["params"]["arguments"];
+                    assert!(
+                        self.asked.iter().any(|(line, a)| *line < at && a == args),
+                        "{m} ran without an earlier unconfirmed request; log: {:?}",
+                        self.log
+                    );
+                }
+            }
         }
         // The client's messages reach the server in the client's order.
         let key = |m: &Value| {
