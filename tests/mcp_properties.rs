@@ -1,7 +1,9 @@
 //! Property: for any sequence of client messages (random framings, ids of every kind,
 //! batches, duplicated keys, garbage), the `tools/call` messages the server receives are
 //! exactly those the audit log records as forwarded, in order, never one more; in enforcing
-//! mode each was allowed and none is a tool the policy refuses.
+//! mode each was allowed and none is a tool the policy refuses; a call that needs
+//! confirmation runs only after an earlier line asked for it unconfirmed; and the client's
+//! messages reach the server in the client's order.
 
 mod mcp_support;
 
@@ -56,6 +58,8 @@ fn params() -> impl Strategy<Value = String> {
         "{\"title\":\"t\"}",
         "{\"title\":\"t\",\"confirmed\":true}",
         "{\"confirmed\":false,\"confirmed\":true}",
+        "{\"title\":18446744073709551616}",
+        "{\"title\":1e-400}",
         "\"x\"",
         "[1]",
     ]);

@@ -52,12 +52,20 @@ fn the_proxy_lists_every_page_itself_after_the_handshake_and_never_shows_it_the_
 #[test]
 fn a_call_before_the_listing_waits_for_it_and_is_then_judged() {
     let mut h = Harness::new(false);
+    h.server_lists = false;
+    h.handshake();
     h.client_json(&call(json!(1), "sneaky", json!({})));
     h.client_json(&call(json!(2), "echo", json!({})));
     assert_eq!(h.waits, [0]);
-    h.client_json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}));
     assert!(h.calls_received().is_empty());
-    h.client_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // The server answers the proxy's listing now (page 1 here, page 2 by the script).
+    h.server_lists = true;
+    let [first, _] = mcp_support::pages();
+    h.server(
+        json!({"jsonrpc": "2.0", "id": "toolwarden-tools-list-1", "result": {"tools": first, "nextCursor": "2"}})
+            .to_string()
+            .as_bytes(),
+    );
     let received: Vec<&Value> = h.calls_received();
     assert_eq!(received.len(), 1);
     assert_eq!(received[0]["params"]["name"], "echo");

@@ -179,14 +179,15 @@ fn confirmation_then_the_confirmed_repeat_is_forwarded_without_the_field() {
         r["result"]["structuredContent"]["decision"], "confirm",
         "{r}"
     );
-    // Other arguments with a confirmation: held again, not forwarded.
+    // Other arguments with a confirmation: refused, and nothing is held for them.
     let r = s.call(
         4,
         "save_note",
         json!({"title": "groceries", "body": "beer", "confirmed": true}),
     );
+    assert_eq!(r["result"]["structuredContent"]["decision"], "deny", "{r}");
     assert_eq!(
-        r["result"]["structuredContent"]["decision"], "confirm",
+        r["result"]["structuredContent"]["metadata"]["stage"], "confirmation",
         "{r}"
     );
     // The confirmed repeat: forwarded, with `confirmed` removed.
@@ -225,7 +226,7 @@ fn confirmation_then_the_confirmed_repeat_is_forwarded_without_the_field() {
         [
             call("confirm", json!("confirmation"), false),
             call("confirm", json!("confirmation"), false),
-            call("confirm", json!("confirmation"), false),
+            call("deny", json!("confirmation"), false),
             call("allow", Value::Null, true),
             call("allow", Value::Null, true),
         ]

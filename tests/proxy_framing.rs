@@ -346,3 +346,37 @@ fn the_proxys_own_tools_list_never_reaches_the_client() {
     assert_eq!(r["error"]["code"], -32600);
     s.close();
 }
+
+#[test]
+fn a_confirmation_the_client_sent_before_the_held_answer_reached_it_does_not_count() {
+    let Some(mut s) = start(&["--intent", "write"]) else {
+        return;
+    };
+    let held = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "save_note", "arguments": {"title": "t", "body": "b"}}});
+    let confirm = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "save_note", "arguments": {"title": "t", "body": "b", "confirmed": true}}});
+    // Both lines in one write: the confirmation was sent before the held answer came back.
+    s.send_raw(&format!("{held}\n{confirm}"));
+    let r = s.response(&json!(2));
+    assert_eq!(
+        r["result"]["structuredContent"]["decision"], "confirm",
+        "{r}"
+    );
+    let r = s.response(&json!(3));
+    assert_eq!(r["result"]["structuredContent"]["decision"], "deny", "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"], "confirmation",
+        "{r}"
+    );
+    // Sent after the held answer was read: it counts.
+    let r = s.call(
+        4,
+        "save_note",
+        json!({"title": "t", "body": "b", "confirmed": true}),
+    );
+    assert_eq!(r["result"].get("isError"), None, "{r}");
+    let (names, _) = received(&mut s, 5);
+    assert_eq!(names, ["save_note", "calls"]);
+    s.close();
+}

@@ -32,11 +32,26 @@ pub struct Judge {
     confirm_fields: Vec<String>,
 }
 
+/// How long a held call can be confirmed, in milliseconds (10 minutes); an older hold is
+/// forgotten and its confirmation refused.
+pub const HOLD_TTL_MS: u64 = 10 * 60 * 1000;
+
 /// Calls held for the user's confirmation, by digest, oldest forgotten first.
+///
+/// A hold counts for a confirmation only once it is armed ([`PendingCalls::arm_through`]:
+/// the caller arms the holds whose answer the client has received, before it judges a later
+/// message) and while it is younger than [`HOLD_TTL_MS`] by the time given to
+/// [`PendingCalls::set_now`]. A default value arms nothing, so nothing is confirmed until the
+/// caller says so (fail closed).
 #[derive(Clone, Debug, Default)]
 pub struct PendingCalls {
     calls: HashMap<String, PendingCall>,
     order: VecDeque<String>,
+    /// Per digest: the hold's serial number and when it was made (ms).
+    made: HashMap<String, (u64, u64)>,
+    serial: u64,
+    armed_through: u64,
+    now_ms: u64,
 }
 
 impl PendingCalls {
@@ -50,21 +65,75 @@ impl PendingCalls {
         self.calls.is_empty()
     }
 
+    /// The serial number of the latest hold made (0 before the first).
+    pub fn latest(&self) -> u64 {
+        self.serial
+    }
+
+    /// Arms the holds numbered up to `serial` (from [`PendingCalls::latest`]): they may be
+    /// confirmed from now on. Never disarms.
+    pub fn arm_through(&mut self, serial: u64) {
+        self.armed_through = self.armed_through.max(serial.min(self.serial));
+    }
+
+    /// Sets the current time (milliseconds since the epoch) and forgets the holds older than
+    /// [`HOLD_TTL_MS`], or made "after" `now_ms` (a clock that went back: fail closed).
+    pub fn set_now(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+        let expired: Vec<String> = self
+            .made
+            .iter()
+            .filter(|(_, &(_, since))| now_ms < since || now_ms - since >= HOLD_TTL_MS)
+            .map(|(d, _)| d.clone())
+            .collect();
+        for d in expired {
+            self.release(&d);
+        }
+    }
+
+    /// Forgets the holds made after the one numbered `serial` (a call that cannot be
+    /// confirmed, such as a notification, must leave nothing held).
+    pub fn forget_after(&mut self, serial: u64) {
+        let newer: Vec<String> = self
+            .made
+            .iter()
+            .filter(|(_, &(n, _))| n > serial)
+            .map(|(d, _)| d.clone())
+            .collect();
+        for d in newer {
+            self.release(&d);
+        }
+    }
+
+    /// The held call of `digest` when it may be confirmed now: armed and not expired.
+    fn confirmable(&self, digest: &str) -> Option<&PendingCall> {
+        let &(n, since) = self.made.get(digest)?;
+        let fresh = self.now_ms >= since && self.now_ms - since < HOLD_TTL_MS;
+        (n <= self.armed_through && fresh)
+            .then(|| self.calls.get(digest))
+            .flatten()
+    }
+
     fn hold(&mut self, pending: PendingCall) {
         if self.calls.contains_key(&pending.digest) {
             return;
         }
+        self.serial += 1;
+        self.made
+            .insert(pending.digest.clone(), (self.serial, self.now_ms));
         self.order.push_back(pending.digest.clone());
         self.calls.insert(pending.digest.clone(), pending);
         while self.order.len() > MAX_PENDING {
             if let Some(old) = self.order.pop_front() {
                 self.calls.remove(&old);
+                self.made.remove(&old);
             }
         }
     }
 
     fn release(&mut self, digest: &str) {
         self.calls.remove(digest);
+        self.made.remove(digest);
         self.order.retain(|d| d != digest);
     }
 }
@@ -400,7 +469,9 @@ impl Judge {
     /// absent). `schema` is the tool's schema as the server last listed it (its annotations may
     /// tighten the decision exactly as they did in the listing); `None` for a tool the server
     /// did not list. A call that needs confirmation is remembered in `pending`; a later call
-    /// with a confirmation field set to `true` and the same arguments is checked against it.
+    /// with a confirmation field set to `true` and the same arguments is checked against it
+    /// once that hold is armed and fresh ([`PendingCalls`]); a confirmed call with no such
+    /// hold is denied at stage `confirmation` and holds nothing.
     /// Never panics: an evaluator error or panic is a refusal at stage `error` (in advisory
     /// mode too).
     pub fn judge_call(
@@ -549,24 +620,21 @@ impl Judge {
             return Ok(Evaluated::Verdict(Box::new(check(args, None)?), tightening));
         };
         if confirmed {
-            if let Some(earlier) = pending.calls.get(&held.digest).cloned() {
+            if let Some(earlier) = pending.confirmable(&held.digest).cloned() {
                 let v = check(args, Some(&earlier))?;
                 if v.is_allowed() {
                     pending.release(&held.digest);
                 }
                 return Ok(Evaluated::Verdict(Box::new(v), tightening));
             }
+            return Ok(Evaluated::Verdict(
+                Box::new(unmatched_confirmation(unconfirmed)),
+                tightening,
+            ));
         }
-        // Not confirmed, or confirmed without an earlier call asking for it: ask now.
+        // Not confirmed: hold it and ask.
         pending.hold(held);
-        let mut v = unconfirmed;
-        if confirmed {
-            v.reason = format!(
-                "{} (no earlier call to this tool with these arguments was waiting for confirmation, so this confirmation does not count; this call now waits for one)",
-                v.reason
-            );
-        }
-        Ok(Evaluated::Verdict(Box::new(v), tightening))
+        Ok(Evaluated::Verdict(Box::new(unconfirmed), tightening))
     }
 
     /// The text a refused or held call returns: what happened, where the rule is, the
@@ -630,6 +698,19 @@ impl Judge {
             v.reason
         )
     }
+}
+
+/// A call carrying a confirmation that no held call can take: refused at stage
+/// `confirmation`, and nothing is held for it (a confirmation never arms a hold).
+fn unmatched_confirmation(mut v: Verdict) -> Verdict {
+    v.decision = Decision::Deny;
+    v.stage = Some(Stage::Confirmation);
+    v.pending = None;
+    v.reason = format!(
+        "{}, and no call the user could have been asked about is waiting: a confirmation counts only for the same call held earlier and answered to the client before the confirming message was sent, within 10 minutes; call it without the confirmation field first",
+        v.reason
+    );
+    v
 }
 
 enum Evaluated {

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::{json, Value};
 
-use crate::args::{parse_strict, StrictError};
+use crate::args::{parse_strict_capped, StrictError};
 use crate::limits;
 
 /// Longest message accepted in either direction, in bytes (64 MiB). A longer line is refused
@@ -19,6 +19,10 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// Deepest nesting accepted in a message: the argument cap ([`limits::MAX_ARGS_DEPTH`]) plus
 /// the envelope of a call inside a batch (`[{"params": {"arguments": …}}]`).
 pub const MAX_MESSAGE_DEPTH: usize = limits::MAX_ARGS_DEPTH + 4;
+
+/// Most elements a JSON-RPC batch may have; a longer batch is refused whole with one
+/// [`INVALID_REQUEST`] (it is not read past this many elements).
+pub const MAX_BATCH: usize = 1000;
 
 /// JSON-RPC "Parse error": the text is not JSON.
 pub const PARSE_ERROR: i64 = -32700;
@@ -59,16 +63,20 @@ impl MessageError {
 /// # Errors
 ///
 /// [`MessageError::Syntax`] for text that is not JSON; [`MessageError::Refused`] for a
-/// duplicated key anywhere, nesting deeper than [`MAX_MESSAGE_DEPTH`] or a text longer than
-/// [`MAX_MESSAGE_BYTES`].
+/// duplicated key anywhere, nesting deeper than [`MAX_MESSAGE_DEPTH`], a text longer than
+/// [`MAX_MESSAGE_BYTES`], a batch of more than [`MAX_BATCH`] elements, or a number that
+/// cannot be represented exactly (an integer outside `i64`/`u64`, a float that overflows, or
+/// a nonzero float that underflows to 0).
 pub fn parse_message(text: &[u8]) -> Result<Value, MessageError> {
-    parse_strict(text, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH).map_err(|e| match e {
-        StrictError::TooLarge { len, max } => MessageError::Refused(format!(
-            "the message is {len} bytes, over the limit of {max} bytes"
-        )),
-        StrictError::Syntax(m) => MessageError::Syntax(m),
-        StrictError::Refused(m) => MessageError::Refused(m),
-    })
+    parse_strict_capped(text, MAX_MESSAGE_BYTES, MAX_MESSAGE_DEPTH, MAX_BATCH).map_err(
+        |e| match e {
+            StrictError::TooLarge { len, max } => MessageError::Refused(format!(
+                "the message is {len} bytes, over the limit of {max} bytes"
+            )),
+            StrictError::Syntax(m) => MessageError::Syntax(m),
+            StrictError::Refused(m) => MessageError::Refused(m),
+        },
+    )
 }
 
 /// A JSON-RPC id as a hashable key compared by JSON value: numbers numerically (`5`, `5.0`
@@ -120,6 +128,41 @@ impl Hash for IdKey {
             }
         }
     }
+}
+
+/// The id to answer or forward for a client's `id`: the value as parsed, except that a
+/// negative zero (`-0`, `-0.0`) is answered as the integer `0`, the same id by value, so an
+/// id is never echoed as a float the client did not write as one.
+pub fn answer_id(id: &Value) -> Value {
+    match id.as_f64() {
+        Some(f) if f == 0.0 && f.is_sign_negative() => Value::from(0),
+        _ => id.clone(),
+    }
+}
+
+/// `text` with every character that could forge or hide part of a log line escaped as
+/// `\u{…}`: control characters (C0, DEL, C1), bidirectional controls and zero-width or other
+/// invisible format characters. A backslash stays as it is. Used for every client- or
+/// server-supplied string in the proxy's log lines.
+pub fn escape_log(text: &str) -> String {
+    let needs = |c: char| {
+        c.is_control()
+            || matches!(c,
+                '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
+                | '\u{2066}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
+    };
+    if !text.chars().any(needs) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether `id` is an id JSON-RPC allows: a string, a number or `null`.

@@ -5,20 +5,33 @@
 //! Rules it keeps, whatever the framing:
 //!
 //! - Every `tools/call` is judged: with an id, with `"id": null`, without an id (a
-//!   notification: refused ones are not forwarded and only logged and audited), and each one
-//!   inside a batch (a batch is split: each element is judged, forwarded and answered on its
-//!   own). What goes to the server is the judged message, serialized again.
+//!   notification: refused ones are not forwarded and only logged and audited; one that needs
+//!   confirmation is refused, since nobody can be asked), and each one inside a batch (a batch
+//!   of at most [`MAX_BATCH`] elements is split: each element is judged, forwarded and
+//!   answered on its own; a longer one is refused whole). What goes to the server is the
+//!   judged message, serialized again.
 //! - Before the first call is judged the proxy has the server's tools: after the client's
 //!   `notifications/initialized` (and after every `notifications/tools/list_changed`) it lists
-//!   them itself, with ids of its own ([`OWN_ID_PREFIX`]), following `nextCursor`; a client
-//!   that calls a tool without sending `notifications/initialized` gets the listing as soon as
-//!   the server has answered its `initialize`. Calls that
-//!   arrive meanwhile wait; a listing that fails, or a wait that ends
-//!   ([`Session::wait_expired`]), refuses them (fail closed).
-//! - Every `tools/list` result is filtered: responses are matched to the client's requests by
-//!   id value, and a response carrying a `tools` array is filtered even when it matches none.
+//!   them itself, with ids of its own ([`OWN_ID_PREFIX`]), following `nextCursor`; when calls
+//!   wait and the server answers the client's `initialize`, it lists at once. Calls that
+//!   arrive meanwhile wait, and every client message after a waiting one waits behind it, so
+//!   the server receives the client's messages in the client's order; a listing that fails, or
+//!   a wait that ends ([`Session::wait_expired`]), refuses the waiting calls (fail closed). A
+//!   call from a client that has not sent `initialize` is refused at once.
+//! - A call is judged against the strictest annotations the server ever listed for its name
+//!   in this session, and a name absent from the server's latest complete listing is refused.
+//!   Only responses to `tools/list` requests (the client's, matched by id, or the proxy's own)
+//!   are listings; a response to another request is forwarded untouched; an unmatched result
+//!   carrying a `tools` array is filtered for the client but teaches the proxy nothing.
+//! - A server message that is not well-formed JSON-RPC (not an object, a `method` that is not
+//!   a string, a `method` with a `result` or `error`, a response without an id) is dropped.
+//! - A confirmation counts only for a call held by an earlier message whose held answer the
+//!   client had received before sending the confirming one ([`Session::answers_written`],
+//!   [`Session::next_client_read`]), within [`crate::mcp::judge::HOLD_TTL_MS`].
 //! - A call is forwarded only after its record was written when an audit sink is given; in
 //!   advisory mode a failed write stops all forwarding of calls.
+//! - Every log line has the client's and the server's text escaped ([`escape_log`]), and one
+//!   message yields at most [`MAX_LOG_LINES`] lines.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -27,17 +40,20 @@ use serde_json::{json, Map, Value};
 use crate::audit::Clock;
 use crate::mcp::judge::{Judge, PendingCalls, Refusal};
 use crate::mcp::message::{
-    is_own_id, parse_message, rpc_error, valid_id, IdKey, INVALID_PARAMS, INVALID_REQUEST,
-    OWN_ID_PREFIX,
+    answer_id, escape_log, is_own_id, parse_message, rpc_error, valid_id, IdKey, INVALID_PARAMS,
+    INVALID_REQUEST, MAX_BATCH, OWN_ID_PREFIX,
 };
 use crate::mcp::record::{AuditSink, CallRecord};
 
 /// At most this many client messages wait for the server's tool list; more are refused.
 pub const MAX_WAITING: usize = 1024;
-/// At most this many distinct ids of the client's `tools/list` requests are awaited at once.
+/// At most this many distinct ids of the client's requests are awaited at once (per kind:
+/// `tools/list`, other requests).
 pub const MAX_LIST_REQUESTS: usize = 4096;
 /// At most this many pages of the server's tool list are read; a longer list is a failure.
 pub const MAX_LIST_PAGES: usize = 1000;
+/// At most this many log lines come of one message; the rest are counted in a last line.
+pub const MAX_LOG_LINES: usize = 20;
 
 /// What one message in produced.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -46,11 +62,14 @@ pub struct Outcome {
     pub to_server: Vec<Value>,
     /// Messages to send the client, in order.
     pub to_client: Vec<Value>,
-    /// Lines for the operator (stderr).
+    /// Lines for the operator (stderr), with peer-supplied text escaped.
     pub log: Vec<String>,
     /// Set when client messages started waiting for the server's tool list: call
     /// [`Session::wait_expired`] with this number when the wait should end.
     pub wait: Option<u64>,
+    /// The serial of the latest call held for confirmation when this outcome was made: give
+    /// it to [`Session::answers_written`] once `to_client` is written.
+    pub holds_through: u64,
 }
 
 /// Where the proxy's own listing of the server's tools stands.
@@ -76,8 +95,12 @@ pub struct Session {
     clock: Box<dyn Clock + Send>,
     /// In-flight client `tools/list` requests, counted per id.
     list_ids: HashMap<IdKey, usize>,
-    /// The last schema the server listed for each tool (by the server's name).
+    /// In-flight forwarded client requests of other methods, counted per id.
+    other_ids: HashMap<IdKey, usize>,
+    /// The strictest schema the server listed for each tool (by the server's name).
     schemas: HashMap<String, Value>,
+    /// The names in the server's latest complete listing (and in listings since).
+    listed: HashSet<String>,
     pending: PendingCalls,
     listing: Listing,
     own_seq: u64,
@@ -88,8 +111,20 @@ pub struct Session {
     halted: Option<String>,
     /// The ids of the client's `initialize` requests not yet answered.
     initialize_ids: HashSet<IdKey>,
+    /// Whether the client sent an `initialize`.
+    client_initialized: bool,
     /// Whether the server answered an `initialize`.
     server_initialized: bool,
+    /// Holds up to this serial had their answer written to the client (when the transport
+    /// does not report writes).
+    written_through: u64,
+    /// Whether the transport reports writes ([`Session::answers_written`]); if not, an
+    /// outcome counts as written when it is returned.
+    reports_writes: bool,
+    /// Reported writes not yet armed: (hold serial, the last client read before the write).
+    writes: VecDeque<(u64, u64)>,
+    /// The client read that brought the first byte of the next client line.
+    next_read: u64,
 }
 
 impl std::fmt::Debug for Session {
@@ -104,7 +139,7 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// A session judging with `judge`, recording into `audit` when given, with `clock` for
-    /// the records' `time`.
+    /// the records' `time` and the age of held calls.
     pub fn new(
         judge: Judge,
         audit: Option<Box<dyn AuditSink>>,
@@ -115,7 +150,9 @@ impl Session {
             audit,
             clock,
             list_ids: HashMap::new(),
+            other_ids: HashMap::new(),
             schemas: HashMap::new(),
+            listed: HashSet::new(),
             pending: PendingCalls::default(),
             listing: Listing::NotStarted,
             own_seq: 0,
@@ -124,7 +161,12 @@ impl Session {
             told: HashSet::new(),
             halted: None,
             initialize_ids: HashSet::new(),
+            client_initialized: false,
             server_initialized: false,
+            written_through: 0,
+            reports_writes: false,
+            writes: VecDeque::new(),
+            next_read: 0,
         }
     }
 
@@ -133,20 +175,60 @@ impl Session {
         matches!(self.listing, Listing::Ready)
     }
 
+    /// Tells the session that the `to_client` messages of an outcome were written to the
+    /// client: `holds_through` is that outcome's [`Outcome::holds_through`], `reads_before`
+    /// the number of the transport's last read of client input that may hold bytes sent
+    /// before these answers (see [`Session::next_client_read`]). A held call can then be
+    /// confirmed only by a client line whose first byte came in a later read. From the first
+    /// report on the session relies on them; without any, an outcome counts as written when
+    /// it is returned and the next message counts as later.
+    pub fn answers_written(&mut self, holds_through: u64, reads_before: u64) {
+        self.reports_writes = true;
+        if holds_through > self.written_through {
+            self.written_through = holds_through;
+            self.writes.push_back((holds_through, reads_before));
+            if self.writes.len() > MAX_WAITING {
+                // Fail closed: the oldest holds are never armed.
+                self.writes.pop_front();
+            }
+        }
+    }
+
+    /// Tells the session the number of the transport's read of client input (counting from
+    /// 1, in order) that brought the first byte of the next line given to
+    /// [`Session::from_client`].
+    pub fn next_client_read(&mut self, read: u64) {
+        self.next_read = read;
+    }
+
+    /// Arms the holds whose answers the client had before it sent the message now handled.
+    fn arm_holds(&mut self) {
+        if !self.reports_writes {
+            self.pending.arm_through(self.written_through);
+            return;
+        }
+        while let Some(&(holds, reads_before)) = self.writes.front() {
+            if reads_before >= self.next_read {
+                break;
+            }
+            self.pending.arm_through(holds);
+            self.writes.pop_front();
+        }
+    }
+
     /// Handles one message from the client (one line, without its newline).
     pub fn from_client(&mut self, text: &[u8]) -> Outcome {
+        self.arm_holds();
         let mut out = Outcome::default();
-        let msg = match parse_message(text) {
-            Ok(v) => v,
+        match parse_message(text) {
+            Ok(msg) => self.client_value(msg, &mut out),
             Err(e) => {
                 out.log.push(format!("refused a client message: {e}"));
                 out.to_client
                     .push(rpc_error(&Value::Null, e.code(), &e.to_string(), None));
-                return out;
             }
-        };
-        self.client_value(msg, &mut out);
-        out
+        }
+        self.finish(out)
     }
 
     /// Handles one client message that the transport refused before parsing (a line over
@@ -156,34 +238,104 @@ impl Session {
             "Invalid Request: the message is over {len} bytes, over the limit of {} bytes",
             crate::mcp::message::MAX_MESSAGE_BYTES
         );
-        Outcome {
+        self.finish(Outcome {
             to_client: vec![rpc_error(&Value::Null, INVALID_REQUEST, &message, None)],
             log: vec![format!("refused a client message: {message}")],
             ..Outcome::default()
+        })
+    }
+
+    /// Escapes and caps the log lines, and notes the holds made so far.
+    fn finish(&mut self, mut out: Outcome) -> Outcome {
+        if out.log.len() > MAX_LOG_LINES {
+            let left = out.log.len() - (MAX_LOG_LINES - 1);
+            out.log.truncate(MAX_LOG_LINES - 1);
+            out.log
+                .push(format!("… and {left} more log lines about this message"));
         }
+        for line in &mut out.log {
+            *line = escape_log(line);
+        }
+        out.holds_through = self.pending.latest();
+        if !self.reports_writes {
+            self.written_through = out.holds_through;
+        }
+        out
     }
 
     fn client_value(&mut self, msg: Value, out: &mut Outcome) {
-        let waits = matches!(self.listing, Listing::NotStarted | Listing::InFlight { .. })
-            && has_call(&msg);
-        if !waits {
-            self.handle_client(msg, out, None);
+        match msg {
+            Value::Array(items) if items.is_empty() => {
+                out.to_client.push(rpc_error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    "Invalid Request: empty batch",
+                    None,
+                ));
+            }
+            // Each element is judged and sent on its own (MCP since 2025-06-18 has no
+            // batches, so a server may not read one); its answer comes on its own too.
+            Value::Array(items) => {
+                debug_assert!(items.len() <= MAX_BATCH);
+                for item in items {
+                    self.client_step(item, out);
+                }
+            }
+            msg => self.client_step(msg, out),
+        }
+    }
+
+    /// One client message (or batch element) in arrival order: handled now, or queued behind
+    /// the messages waiting for the server's tool list.
+    fn client_step(&mut self, item: Value, out: &mut Outcome) {
+        if !self.waiting.is_empty() {
+            if self.waiting.len() >= MAX_WAITING {
+                self.overflow(item, out);
+            } else {
+                self.waiting.push_back(item);
+            }
             return;
         }
-        if self.waiting.len() >= MAX_WAITING {
-            let reason =
-                format!("more than {MAX_WAITING} messages are waiting for the server's tool list");
-            self.handle_client(msg, out, Some(&reason));
+        let is_call = item.get("method").and_then(Value::as_str) == Some("tools/call");
+        if !is_call || !matches!(self.listing, Listing::NotStarted | Listing::InFlight { .. }) {
+            self.handle_item(item, out, None);
             return;
         }
-        if self.waiting.is_empty() {
-            out.wait = Some(self.wait_generation);
+        if !self.client_initialized {
+            self.handle_item(
+                item,
+                out,
+                Some("the client has not sent initialize; MCP needs the initialize handshake before tools/call"),
+            );
+            return;
         }
-        self.waiting.push_back(msg);
+        out.wait = Some(self.wait_generation);
+        self.waiting.push_back(item);
         // A client that calls tools before it sent `notifications/initialized`, once the server
         // has answered `initialize`: list now rather than make the call wait in vain.
         if matches!(self.listing, Listing::NotStarted) && self.server_initialized {
             self.start_listing(out);
+        }
+    }
+
+    /// A message that cannot wait (the queue is full) and must not overtake the waiting
+    /// ones: a call is refused, another request answered with an error, a notification
+    /// dropped.
+    fn overflow(&mut self, item: Value, out: &mut Outcome) {
+        let reason =
+            format!("more than {MAX_WAITING} messages are waiting for the server's tool list");
+        if item.get("method").and_then(Value::as_str) == Some("tools/call") {
+            self.handle_item(item, out, Some(&reason));
+            return;
+        }
+        out.log.push(format!("refused a client message: {reason}"));
+        if let Some(id) = item.get("id").filter(|id| valid_id(id)) {
+            out.to_client.push(rpc_error(
+                &answer_id(id),
+                INVALID_REQUEST,
+                &format!("Invalid Request: {reason}"),
+                None,
+            ));
         }
     }
 
@@ -193,7 +345,7 @@ impl Session {
     pub fn wait_expired(&mut self, generation: u64) -> Outcome {
         let mut out = Outcome::default();
         if generation != self.wait_generation || self.waiting.is_empty() {
-            return out;
+            return self.finish(out);
         }
         let reason = match &self.listing {
             Listing::NotStarted => {
@@ -207,102 +359,61 @@ impl Session {
             "gave up waiting for the server's tool list ({reason}); the waiting calls are refused"
         ));
         self.release_waiting(&mut out, Some(&reason));
-        out
+        self.finish(out)
     }
 
     fn release_waiting(&mut self, out: &mut Outcome, not_ready: Option<&str>) {
         self.wait_generation += 1;
         let waiting = std::mem::take(&mut self.waiting);
         for msg in waiting {
-            self.handle_client(msg, out, not_ready);
+            self.handle_item(msg, out, not_ready);
         }
     }
 
-    /// Handles a parsed client message now. `not_ready`: why the tools are not known, when
-    /// calls must be refused for that.
-    fn handle_client(&mut self, msg: Value, out: &mut Outcome, not_ready: Option<&str>) {
-        let mut start_listing = false;
-        match msg {
-            Value::Array(items) => {
-                if items.is_empty() {
-                    out.to_client.push(rpc_error(
-                        &Value::Null,
-                        INVALID_REQUEST,
-                        "Invalid Request: empty batch",
-                        None,
-                    ));
-                    return;
-                }
-                // Each element is judged and sent on its own (MCP since 2025-06-18 has no
-                // batches, so a server may not read one); its answer comes on its own too.
-                for item in items {
-                    let (f, a) = self.client_item(item, out, not_ready, &mut start_listing);
-                    out.to_server.extend(f);
-                    out.to_client.extend(a);
-                }
-            }
-            msg => {
-                let (f, a) = self.client_item(msg, out, not_ready, &mut start_listing);
-                out.to_server.extend(f);
-                out.to_client.extend(a);
-            }
-        }
-        if start_listing {
-            self.start_listing(out);
-        }
-    }
-
-    /// One client message (or batch element): what to forward, what to answer.
-    fn client_item(
-        &mut self,
-        item: Value,
-        out: &mut Outcome,
-        not_ready: Option<&str>,
-        start_listing: &mut bool,
-    ) -> (Option<Value>, Option<Value>) {
-        let Value::Object(obj) = item else {
+    /// Handles one client message (or batch element) now: forwards it, answers it, or both
+    /// not. `not_ready`: why the tools are not known, when calls must be refused for that.
+    fn handle_item(&mut self, item: Value, out: &mut Outcome, not_ready: Option<&str>) {
+        let Value::Object(mut obj) = item else {
             out.log
                 .push("refused a client message that is not a JSON object".to_string());
-            return (
+            out.to_client.push(rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: expected a JSON-RPC object",
                 None,
-                Some(rpc_error(
-                    &Value::Null,
-                    INVALID_REQUEST,
-                    "Invalid Request: expected a JSON-RPC object",
-                    None,
-                )),
-            );
+            ));
+            return;
         };
-        let id = obj.get("id").cloned();
-        if let Some(bad) = id.as_ref().filter(|id| !valid_id(id)) {
+        if let Some(bad) = obj.get("id").filter(|id| !valid_id(id)) {
             out.log.push(format!(
                 "refused a client message whose id is not a string, a number or null: {bad}"
             ));
-            return (
+            out.to_client.push(rpc_error(
+                &Value::Null,
+                INVALID_REQUEST,
+                "Invalid Request: the id must be a string, a number or null",
                 None,
-                Some(rpc_error(
-                    &Value::Null,
-                    INVALID_REQUEST,
-                    "Invalid Request: the id must be a string, a number or null",
-                    None,
-                )),
-            );
+            ));
+            return;
         }
+        // The id as it is answered and forwarded (`-0` as `0`).
+        if let Some(id) = obj.get_mut("id") {
+            *id = answer_id(id);
+        }
+        let id = obj.get("id").cloned();
         if let Some(own) = id.as_ref().filter(|id| is_own_id(id)) {
             out.log.push(format!(
                 "refused a client message with the reserved id {own}"
             ));
-            return (
+            out.to_client.push(rpc_error(
+                own,
+                INVALID_REQUEST,
+                &format!(
+                    "Invalid Request: ids starting with `{OWN_ID_PREFIX}` are reserved by the proxy"
+                ),
                 None,
-                Some(rpc_error(
-                    own,
-                    INVALID_REQUEST,
-                    &format!(
-                        "Invalid Request: ids starting with `{OWN_ID_PREFIX}` are reserved by the proxy"
-                    ),
-                    None,
-                )),
-            );
+            ));
+            return;
         }
         let method = match obj.get("method") {
             None => None,
@@ -310,44 +421,54 @@ impl Session {
             Some(_) => {
                 out.log
                     .push("refused a client message whose method is not a string".to_string());
-                return (
+                let id = id.unwrap_or(Value::Null);
+                out.to_client.push(rpc_error(
+                    &id,
+                    INVALID_REQUEST,
+                    "Invalid Request: the method must be a string",
                     None,
-                    id.map(|id| {
-                        rpc_error(
-                            &id,
-                            INVALID_REQUEST,
-                            "Invalid Request: the method must be a string",
-                            None,
-                        )
-                    }),
-                );
+                ));
+                return;
             }
         };
-        match method.as_deref() {
-            Some("tools/call") => self.client_call(obj, id.as_ref(), out, not_ready),
+        let key = id.as_ref().and_then(IdKey::of);
+        let forward = match method.as_deref() {
+            Some("tools/call") => {
+                let (forward, answer) = self.client_call(obj, id.as_ref(), out, not_ready);
+                out.to_client.extend(answer);
+                forward
+            }
             Some("tools/list") => {
                 // Bounded: past the cap a request is not counted, and its answer is filtered
                 // all the same when it carries a `tools` array.
-                if let Some(key) = id.as_ref().and_then(IdKey::of) {
-                    if self.list_ids.len() < MAX_LIST_REQUESTS || self.list_ids.contains_key(&key) {
-                        *self.list_ids.entry(key).or_default() += 1;
-                    }
+                if let Some(key) = key.clone() {
+                    count(&mut self.list_ids, key);
                 }
-                (Some(Value::Object(obj)), None)
+                out.to_server.push(Value::Object(obj));
+                return;
             }
             Some("initialize") => {
-                if let Some(key) = id.as_ref().and_then(IdKey::of) {
+                self.client_initialized = true;
+                if let Some(key) = key.clone() {
                     self.initialize_ids.insert(key);
                 }
-                (Some(Value::Object(obj)), None)
+                Some(Value::Object(obj))
             }
             Some("notifications/initialized") => {
+                out.to_server.push(Value::Object(obj));
                 if matches!(self.listing, Listing::NotStarted) {
-                    *start_listing = true;
+                    self.start_listing(out);
                 }
-                (Some(Value::Object(obj)), None)
+                return;
             }
-            _ => (Some(Value::Object(obj)), None),
+            _ => Some(Value::Object(obj)),
+        };
+        if let Some(msg) = forward {
+            // A request's answer is a response to this id, not a listing.
+            if let (Some(key), Some(_)) = (key, method.as_ref()) {
+                count(&mut self.other_ids, key);
+            }
+            out.to_server.push(msg);
         }
     }
 
@@ -401,9 +522,23 @@ impl Session {
                 );
                 refused_record(&self.judge, &tool, &args, &reason)
             }
+            (None, None) if !self.listed.contains(&tool) => {
+                unlisted_record(&self.judge, &tool, &args)
+            }
             (None, None) => {
-                self.judge
-                    .judge_call(&mut self.pending, self.schemas.get(&tool), &tool, &args)
+                self.pending.set_now(epoch_millis(&self.clock.now()));
+                let before = self.pending.latest();
+                let mut j =
+                    self.judge
+                        .judge_call(&mut self.pending, self.schemas.get(&tool), &tool, &args);
+                if id.is_none() {
+                    // Nobody can be asked about a notification: nothing stays held for it.
+                    self.pending.forget_after(before);
+                    if j.record.decision == "confirm" && j.forward.is_err() {
+                        refuse_unconfirmable(&mut j, &tool);
+                    }
+                }
+                j
             }
         };
         // Record first; a call that cannot be recorded is not forwarded.
@@ -487,7 +622,7 @@ impl Session {
                 out.log.push(format!(
                     "dropped a malformed line from the server ({e}): {shown}"
                 ));
-                return out;
+                return self.finish(out);
             }
         };
         match msg {
@@ -504,62 +639,100 @@ impl Session {
                 }
             }
         }
-        out
+        self.finish(out)
     }
 
     /// Handles a server line the transport dropped before parsing (over the size cap).
     pub fn server_too_large(&mut self, len: usize) -> Outcome {
-        Outcome {
+        let out = Outcome {
             log: vec![format!(
                 "dropped a line from the server of more than {len} bytes (the limit is {} bytes)",
                 crate::mcp::message::MAX_MESSAGE_BYTES
             )],
             ..Outcome::default()
-        }
+        };
+        self.finish(out)
     }
 
     fn server_item(&mut self, mut msg: Value, out: &mut Outcome) -> Option<Value> {
         let Some(obj) = msg.as_object() else {
-            return Some(msg);
+            out.log
+                .push("dropped a message from the server that is not a JSON object".to_string());
+            return None;
         };
-        if let Some(method) = obj.get("method") {
-            if method == "notifications/tools/list_changed" {
-                self.start_listing(out);
+        let reply = obj.contains_key("result") as u8 + obj.contains_key("error") as u8;
+        match obj.get("method") {
+            Some(Value::String(method)) if reply == 0 => {
+                if method == "notifications/tools/list_changed" {
+                    self.start_listing(out);
+                }
+                return Some(msg);
             }
-            return Some(msg);
+            Some(Value::String(_)) => {
+                out.log.push(
+                    "dropped a message from the server with both a method and a result or error"
+                        .to_string(),
+                );
+                return None;
+            }
+            Some(_) => {
+                out.log.push(
+                    "dropped a message from the server whose method is not a string".to_string(),
+                );
+                return None;
+            }
+            None => {}
         }
-        let id = obj.get("id").cloned().unwrap_or(Value::Null);
+        if reply != 1 {
+            out.log.push(
+                "dropped a message from the server that is neither a request, a notification nor a response with one result or error"
+                    .to_string(),
+            );
+            return None;
+        }
+        let Some(id) = obj.get("id").cloned() else {
+            out.log
+                .push("dropped a response from the server without an id".to_string());
+            return None;
+        };
         if is_own_id(&id) {
             self.own_list_response(&id, msg, out);
             return None;
         }
-        if let Some(key) = IdKey::of(&id) {
-            if self.initialize_ids.remove(&key) && obj.contains_key("result") {
+        let key = IdKey::of(&id);
+        if let Some(key) = &key {
+            if self.initialize_ids.remove(key) && obj.contains_key("result") {
                 self.server_initialized = true;
+                // Calls wait and the client may never send `notifications/initialized`.
+                if !self.waiting.is_empty() && matches!(self.listing, Listing::NotStarted) {
+                    self.start_listing(out);
+                }
             }
         }
-        let matched = match IdKey::of(&id).and_then(|k| self.list_ids.get_mut(&k).map(|n| (k, n))) {
-            Some((key, n)) => {
-                *n -= 1;
-                if *n == 0 {
-                    self.list_ids.remove(&key);
-                }
-                true
-            }
-            None => false,
-        };
+        let to_list = key.as_ref().is_some_and(|k| uncount(&mut self.list_ids, k));
+        let to_other = key
+            .as_ref()
+            .is_some_and(|k| uncount(&mut self.other_ids, k));
         let has_tools = msg
             .get("result")
             .and_then(|r| r.get("tools"))
             .is_some_and(Value::is_array);
-        if has_tools || (matched && msg.get("result").is_some_and(Value::is_object)) {
-            self.filter_result(&mut msg, out);
+        let is_result = msg.get("result").is_some_and(Value::is_object);
+        match (to_list, to_other) {
+            // The answer to the client's tools/list: a listing.
+            (true, false) if is_result => self.filter_result(&mut msg, out, true),
+            // A call's (or another request's) result: the client's business alone.
+            (false, true) => {}
+            // Unmatched or ambiguous: filtered, never a listing.
+            _ if has_tools => self.filter_result(&mut msg, out, false),
+            _ => {}
         }
         Some(msg)
     }
 
-    /// Filters a `tools/list` result in place and records it.
-    fn filter_result(&mut self, msg: &mut Value, out: &mut Outcome) {
+    /// Filters a `tools/list` result in place and records it. `listing`: whether it answers
+    /// a `tools/list` request, so it updates the judging schemas (only ever tightening).
+    fn filter_result(&mut self, msg: &mut Value, out: &mut Outcome, listing: bool) {
         let Some(result) = msg.get_mut("result").and_then(Value::as_object_mut) else {
             return;
         };
@@ -573,9 +746,12 @@ impl Session {
             }
             None => Vec::new(),
         };
-        for schema in &tools {
-            if let Ok(name) = crate::schema_name(schema) {
-                self.schemas.insert(name.to_string(), schema.clone());
+        let tools = self.strictest(tools, listing);
+        if listing {
+            for schema in &tools {
+                if let Ok(name) = crate::schema_name(schema) {
+                    self.listed.insert(name.to_string());
+                }
             }
         }
         let judgment = self.judge.judge_list(tools);
@@ -605,6 +781,24 @@ impl Session {
         if let Err(e) = self.write_audit(&record) {
             out.log.push(format!("cannot write the audit file: {e}"));
         }
+    }
+
+    /// Each listed schema with the strictest annotations seen for its name in this session;
+    /// `remember`: whether they become the judging schemas.
+    fn strictest(&mut self, tools: Vec<Value>, remember: bool) -> Vec<Value> {
+        tools
+            .into_iter()
+            .map(|schema| {
+                let Ok(name) = crate::schema_name(&schema).map(str::to_string) else {
+                    return schema;
+                };
+                let merged = stricter(self.schemas.get(&name), schema);
+                if remember {
+                    self.schemas.insert(name, merged.clone());
+                }
+                merged
+            })
+            .collect()
     }
 
     fn tell_tightened(&mut self, tightened: &[crate::mcp::Tightening], out: &mut Outcome) {
@@ -670,14 +864,13 @@ impl Session {
                 self.listing = Listing::Failed(reason);
             }
             None => {
-                let judgment = self.judge.judge_list(tools.clone());
+                let tools = self.strictest(tools, true);
+                self.listed = tools
+                    .iter()
+                    .filter_map(|t| crate::schema_name(t).ok().map(str::to_string))
+                    .collect();
+                let judgment = self.judge.judge_list(tools);
                 self.tell_tightened(&judgment.tightened, out);
-                self.schemas.clear();
-                for schema in tools {
-                    if let Ok(name) = crate::schema_name(&schema) {
-                        self.schemas.insert(name.to_string(), schema);
-                    }
-                }
                 self.listing = Listing::Ready;
             }
         }
@@ -687,6 +880,124 @@ impl Session {
         if !matches!(self.listing, Listing::InFlight { .. }) {
             self.release_waiting(out, None);
         }
+    }
+}
+
+/// Counts one more in-flight request with `key` (bounded: past the cap a new id is not
+/// counted).
+fn count(ids: &mut HashMap<IdKey, usize>, key: IdKey) {
+    if ids.len() < MAX_LIST_REQUESTS || ids.contains_key(&key) {
+        *ids.entry(key).or_default() += 1;
+    }
+}
+
+/// Takes one in-flight request with `key` off; whether there was one.
+fn uncount(ids: &mut HashMap<IdKey, usize>, key: &IdKey) -> bool {
+    match ids.get_mut(key) {
+        Some(n) => {
+            *n -= 1;
+            if *n == 0 {
+                ids.remove(key);
+            }
+            true
+        }
+        None => false,
+    }
+}
+
+/// How strict a schema's annotations are, by the effect they imply: none asserted (0),
+/// read-only (1), write (2), destructive (3), malformed (4, refused).
+fn annotation_rank(schema: &Value) -> u8 {
+    match schema.get("annotations") {
+        None => 0,
+        Some(Value::Object(a)) => {
+            let (ro, de) = (a.get("readOnlyHint"), a.get("destructiveHint"));
+            if ro.is_some_and(|v| !v.is_boolean()) || de.is_some_and(|v| !v.is_boolean()) {
+                4
+            } else if ro == Some(&Value::Bool(true)) {
+                1
+            } else if de == Some(&Value::Bool(false)) {
+                2
+            } else {
+                3
+            }
+        }
+        Some(_) => 4,
+    }
+}
+
+/// The schema `new` with the annotations of `old` when those are stricter: within a session
+/// a tool's annotations only tighten.
+fn stricter(old: Option<&Value>, mut new: Value) -> Value {
+    if let (Some(old), Some(obj)) = (old, new.as_object_mut()) {
+        if annotation_rank(old) > annotation_rank(&Value::Object(obj.clone())) {
+            obj.insert("annotations".to_string(), old["annotations"].clone());
+        }
+    }
+    new
+}
+
+/// Milliseconds since the epoch of an RFC 3339 UTC time (`2026-12-01T20:15:00.123Z`), or
+/// `u64::MAX` when it cannot be read (every hold is then expired: fail closed).
+fn epoch_millis(text: &str) -> u64 {
+    let read = || -> Option<u64> {
+        let (date, time) = text.strip_suffix('Z')?.split_once('T')?;
+        let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+        let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+        let (hms, frac) = time.split_once('.').unwrap_or((time, "0"));
+        let mut t = hms.splitn(3, ':').map(|p| p.parse::<u64>().ok());
+        let (h, min, s) = (t.next()??, t.next()??, t.next()??);
+        let ms: u64 = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+        // Days from the civil date (H. Hinnant's algorithm).
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + day - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = u64::try_from(era * 146_097 + doe - 719_468).ok()?;
+        Some(((days * 24 + h) * 60 + min) * 60 * 1000 + s * 1000 + ms)
+    };
+    read().unwrap_or(u64::MAX)
+}
+
+/// Turns the judgment of a call notification that needs confirmation into a refusal.
+fn refuse_unconfirmable(j: &mut crate::mcp::CallJudgment, tool: &str) {
+    let reason = format!(
+        "`{tool}` needs the user's confirmation, and a tools/call notification (no id) cannot be held: nobody could be asked; send it as a request with an id"
+    );
+    j.record.decision = "deny";
+    j.record.stage = Some("confirmation".to_string());
+    j.record.reason = reason.clone();
+    j.record.forwarded = false;
+    j.forward = Err(Refusal::error(&reason));
+}
+
+/// The audit record and refusal of a call to a name the server does not list.
+fn unlisted_record(judge: &Judge, tool: &str, args: &Value) -> crate::mcp::CallJudgment {
+    let reason = format!(
+        "the server does not list `{tool}` in its latest tools/list, so toolwarden cannot judge it against the tool's annotations"
+    );
+    let advisory = judge.advisory();
+    crate::mcp::CallJudgment {
+        record: CallRecord {
+            tool: tool.to_string(),
+            policy_tool: judge.policy_name(tool),
+            args_sha256: crate::mcp::args_digest(args),
+            decision: "deny",
+            stage: Some("identity".to_string()),
+            rule: None,
+            reason: reason.clone(),
+            forwarded: advisory,
+        },
+        forward: if advisory {
+            Ok(None)
+        } else {
+            Err(Refusal::UnknownTool {
+                tool: tool.to_string(),
+                reason,
+            })
+        },
     }
 }
 
@@ -718,13 +1029,4 @@ fn list_request(id: &str, cursor: Option<&str>) -> Value {
         None => json!({}),
     };
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": params})
-}
-
-/// Whether a client message is, or holds in its batch, a `tools/call`.
-fn has_call(msg: &Value) -> bool {
-    let is_call = |v: &Value| v.get("method").and_then(Value::as_str) == Some("tools/call");
-    match msg {
-        Value::Array(items) => items.iter().any(is_call),
-        v => is_call(v),
-    }
 }

@@ -5,11 +5,16 @@
 //! (the child's stdout) -> session -> client (our stdout). The session is locked only while it
 //! handles one message, never while writing, so a large message or a slow peer on one side
 //! never blocks the other. The child's stderr is inherited; the proxy's own notes go to stderr
-//! prefixed `toolwarden mcp-proxy:`.
+//! prefixed `toolwarden mcp-proxy:`, with peer text escaped.
+//!
+//! A held call may be confirmed only by a line the client sent after it received the held
+//! answer: the client reader numbers its reads, the writer notes (before writing) the reads
+//! done and whether input already waits, and the session arms a hold only for a line from a
+//! later read.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -44,7 +49,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn log(message: &str) {
-    eprintln!("toolwarden mcp-proxy: {message}");
+    eprintln!(
+        "toolwarden mcp-proxy: {}",
+        crate::mcp::message::escape_log(message)
+    );
 }
 
 struct Shared {
@@ -55,6 +63,13 @@ struct Shared {
     later: Mutex<std::sync::mpsc::Sender<Vec<Value>>>,
     to_client: Mutex<std::io::Stdout>,
     options: StdioOptions,
+    /// Set while answers holding a new call for confirmation are written and not yet reported
+    /// to the session ([`Session::answers_written`]).
+    reporting: AtomicBool,
+    /// The latest hold serial reported written.
+    reported: AtomicU64,
+    /// How many reads of client input the client reader has done.
+    client_reads: AtomicU64,
 }
 
 impl Shared {
@@ -62,6 +77,8 @@ impl Shared {
     /// session already), and arms the listing timer when asked. `blocking`: whether this
     /// thread may wait for the server to read (only the client reader may: that is the
     /// back-pressure on a client that floods a slow server).
+    /// Client input read so far, and input already waiting on stdin when the answers are
+    /// written, was sent before the client could see them: it confirms no call held in them.
     fn apply(self: &Arc<Shared>, outcome: Outcome, blocking: bool) {
         for line in &outcome.log {
             log(line);
@@ -75,12 +92,34 @@ impl Shared {
         }
         if !outcome.to_client.is_empty() {
             let mut o = lock(&self.to_client);
+            // Checked before writing: what is read or waiting now was sent before the answers
+            // (waiting input comes in the next read at the latest).
+            let reads_before =
+                self.client_reads.load(Ordering::SeqCst) + u64::from(stdin_readable());
+            let new_holds = outcome.holds_through > self.reported.load(Ordering::SeqCst);
+            if new_holds {
+                self.reporting.store(true, Ordering::SeqCst);
+            }
+            let mut written = true;
             for msg in &outcome.to_client {
                 if let Err(e) = write_line(&mut *o, msg) {
                     log(&format!("cannot write to the client: {e}"));
+                    written = false;
                     break;
                 }
             }
+            // Still holding the client's stdout (lock order: stdout, then session), so the
+            // client reader, which passes through that lock before each message, cannot
+            // handle a reply to these answers before they are reported written.
+            if written {
+                // Held calls in these answers may be confirmed by what the client sends next,
+                // not by what it had sent already.
+                lock(&self.session).answers_written(outcome.holds_through, reads_before);
+                self.reported
+                    .fetch_max(outcome.holds_through, Ordering::SeqCst);
+            }
+            self.reporting.store(false, Ordering::SeqCst);
+            drop(o);
         }
         if let Some(generation) = outcome.wait {
             let shared = self.clone();
@@ -152,6 +191,9 @@ pub fn run(session: Session, command: &[String], options: StdioOptions) -> Resul
         later: Mutex::new(later),
         to_client: Mutex::new(std::io::stdout()),
         options,
+        reporting: AtomicBool::new(false),
+        reported: AtomicU64::new(0),
+        client_reads: AtomicU64::new(0),
     });
     {
         let shared = Arc::downgrade(&shared);
@@ -170,13 +212,31 @@ pub fn run(session: Session, command: &[String], options: StdioOptions) -> Resul
         let pid = child.id();
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
-            pump(&mut BufReader::new(stdin.lock()), |line| {
-                let outcome = match line {
-                    Line::Text(text) => lock(&shared.session).from_client(text),
-                    Line::TooLong(len) => lock(&shared.session).client_too_large(len),
-                };
-                shared.apply(outcome, true);
-            });
+            // Larger than the standard input's own buffer, so that one stays empty and
+            // `buffer()` shows every byte read ahead.
+            let mut reader = BufReader::with_capacity(64 * 1024, stdin.lock());
+            lock(&shared.session).answers_written(0, 0);
+            pump(
+                &mut reader,
+                |line, first_read| {
+                    // Answers that hold a call, being written, are reported first (see
+                    // `Shared::apply`).
+                    if shared.reporting.load(Ordering::SeqCst) {
+                        drop(lock(&shared.to_client));
+                    }
+                    let outcome = {
+                        let mut session = lock(&shared.session);
+                        session.next_client_read(first_read);
+                        match line {
+                            Line::Text(text) => session.from_client(text),
+                            Line::TooLong(len) => session.client_too_large(len),
+                        }
+                    };
+                    shared.apply(outcome, true);
+                },
+                |reader| !reader.buffer().is_empty(),
+                || shared.client_reads.fetch_add(1, Ordering::SeqCst) + 1,
+            );
             // The client went away: closing the server's stdin asks it to exit.
             drop(lock(&shared.to_server).take());
             shut_down(pid, &exited, shared.options.grace);
@@ -185,13 +245,18 @@ pub fn run(session: Session, command: &[String], options: StdioOptions) -> Resul
     let reader = {
         let shared = shared.clone();
         std::thread::spawn(move || {
-            pump(&mut BufReader::new(server_out), |line| {
-                let outcome = match line {
-                    Line::Text(text) => lock(&shared.session).from_server(text),
-                    Line::TooLong(len) => lock(&shared.session).server_too_large(len),
-                };
-                shared.apply(outcome, false);
-            });
+            pump(
+                &mut BufReader::new(server_out),
+                |line, _| {
+                    let outcome = match line {
+                        Line::Text(text) => lock(&shared.session).from_server(text),
+                        Line::TooLong(len) => lock(&shared.session).server_too_large(len),
+                    };
+                    shared.apply(outcome, false);
+                },
+                |_| false,
+                || 0,
+            );
         })
     };
     let _ = reader.join();
@@ -206,16 +271,45 @@ enum Line<'a> {
     TooLong(usize),
 }
 
+/// Whether our standard input has bytes ready to read now (never blocks); `true` when it
+/// cannot tell (fail closed: a confirmation then waits for the next message).
+fn stdin_readable() -> bool {
+    #[cfg(unix)]
+    {
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, timeout 0.
+        let n = unsafe { libc::poll(&mut fd, 1, 0) };
+        n != 0
+    }
+    #[cfg(not(unix))]
+    true
+}
+
 /// Reads lines (without `\n` or `\r\n`), skipping blank ones, until end of input; a line over
 /// [`MAX_MESSAGE_BYTES`] is skipped without being kept whole and reported by its length.
-fn pump(reader: &mut impl BufRead, mut handle: impl FnMut(Line<'_>)) {
+/// `handle` gets each line and the number of the read that brought its first byte: `buffered`
+/// says whether the reader still holds unread bytes, and `read` counts a read from the
+/// source and returns its number.
+fn pump<R: BufRead>(
+    reader: &mut R,
+    mut handle: impl FnMut(Line<'_>, u64),
+    buffered: impl Fn(&R) -> bool,
+    mut read: impl FnMut() -> u64,
+) {
+    let mut last_read = 0;
     let mut buf = Vec::new();
     loop {
         buf.clear();
         let mut len = 0usize;
         let mut too_long = false;
         let mut eof = false;
+        let mut first_read = None;
         loop {
+            let fresh = !buffered(reader);
             let chunk = match reader.fill_buf() {
                 Ok(c) => c,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -229,6 +323,10 @@ fn pump(reader: &mut impl BufRead, mut handle: impl FnMut(Line<'_>)) {
                 eof = true;
                 break;
             }
+            if fresh {
+                last_read = read();
+            }
+            first_read.get_or_insert(last_read);
             let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
                 Some(i) => (&chunk[..i], Some(i + 1)),
                 None => (chunk, None),
@@ -247,13 +345,13 @@ fn pump(reader: &mut impl BufRead, mut handle: impl FnMut(Line<'_>)) {
             }
         }
         if too_long {
-            handle(Line::TooLong(len));
+            handle(Line::TooLong(len), first_read.unwrap_or(last_read));
         } else {
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
             if !buf.iter().all(u8::is_ascii_whitespace) {
-                handle(Line::Text(&buf));
+                handle(Line::Text(&buf), first_read.unwrap_or(last_read));
             }
         }
         if eof {

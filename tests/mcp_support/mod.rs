@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
-use toolwarden::audit::FixedClock;
+use toolwarden::audit::Clock;
 use toolwarden::mcp::{Judge, Outcome, Session};
 use toolwarden::{Intent, Policy, Request};
 
@@ -62,6 +62,16 @@ impl Write for Memory {
     }
 }
 
+/// A clock the test sets ([`Harness::set_time`]).
+#[derive(Clone)]
+pub struct TestClock(pub Arc<Mutex<String>>);
+
+impl Clock for TestClock {
+    fn now(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 /// A session, its scripted server and what each side received.
 pub struct Harness {
     pub session: Session,
@@ -77,6 +87,21 @@ pub struct Harness {
     pub waits: Vec<u64>,
     /// Whether the scripted server answers tools/list (else it stays silent).
     pub server_lists: bool,
+    /// The two pages the scripted server lists ([`pages`] at first).
+    pub tools: [Vec<Value>; 2],
+    /// When set, the scripted server's result for every tools/call.
+    pub call_result: Option<Value>,
+    /// The time the session reads.
+    pub time: Arc<Mutex<String>>,
+    /// Every element the client sent that parses as a JSON object, in order.
+    pub client_sent: Vec<Value>,
+    /// How many lines the client sent.
+    pub lines: usize,
+    /// For each message the server received, the client line being handled then (0 before
+    /// the first).
+    pub server_got_at: Vec<usize>,
+    /// `save_note` requests (with an id, no confirmation) the client sent: (line, arguments).
+    pub asked: Vec<(usize, Value)>,
 }
 
 impl Harness {
@@ -92,10 +117,11 @@ impl Harness {
         )
         .expect("the request fits");
         let audit = Memory::default();
+        let time = Arc::new(Mutex::new("2026-12-01T00:00:00.000Z".to_string()));
         let session = Session::new(
             judge,
             Some(Box::new(audit.clone())),
-            Box::new(FixedClock("2026-12-01T00:00:00.000Z".to_string())),
+            Box::new(TestClock(time.clone())),
         );
         Harness {
             session,
@@ -106,11 +132,41 @@ impl Harness {
             log: Vec::new(),
             waits: Vec::new(),
             server_lists: true,
+            tools: pages(),
+            call_result: None,
+            time,
+            client_sent: Vec::new(),
+            lines: 0,
+            server_got_at: Vec::new(),
+            asked: Vec::new(),
         }
+    }
+
+    /// Sets the session's clock (RFC 3339 UTC).
+    pub fn set_time(&mut self, time: &str) {
+        *self.time.lock().unwrap() = time.to_string();
     }
 
     /// The client sends one line.
     pub fn client(&mut self, text: &[u8]) {
+        self.lines += 1;
+        let items = match serde_json::from_slice::<Value>(text) {
+            Ok(Value::Array(items)) => items.into_iter().filter(Value::is_object).collect(),
+            Ok(v) if v.is_object() => vec![v],
+            _ => Vec::new(),
+        };
+        for m in &items {
+            let args = m["params"]["arguments"].clone();
+            let args = if args.is_null() { json!({}) } else { args };
+            if m["method"] == "tools/call"
+                && m["params"]["name"] == "save_note"
+                && m.get("id").is_some_and(|id| !id.is_null())
+                && args.get("confirmed").is_none()
+            {
+                self.asked.push((self.lines, args));
+            }
+        }
+        self.client_sent.extend(items);
         let out = self.session.from_client(text);
         self.take(out);
     }
@@ -157,6 +213,7 @@ impl Harness {
                         work.push_back(self.session.from_server(answer.to_string().as_bytes()));
                     }
                     self.server_got.push(item);
+                    self.server_got_at.push(self.lines);
                 }
             }
         }
@@ -171,7 +228,7 @@ impl Harness {
                 "protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": true}},
                 "serverInfo": {"name": "scripted", "version": "1"}}})),
             Some("tools/list") if self.server_lists => {
-                let [first, second] = pages();
+                let [first, second] = self.tools.clone();
                 Some(match msg["params"]["cursor"].as_str() {
                     Some("2") => json!({"jsonrpc": "2.0", "id": id, "result": {"tools": second}}),
                     _ => {
@@ -180,8 +237,9 @@ impl Harness {
                 })
             }
             Some("tools/list") => None,
-            Some("tools/call") => Some(json!({"jsonrpc": "2.0", "id": id, "result": {
-                "content": [{"type": "text", "text": format!("called {}", msg["params"]["name"])}]}})),
+            Some("tools/call") => Some(json!({"jsonrpc": "2.0", "id": id, "result":
+                self.call_result.clone().unwrap_or_else(|| json!({
+                "content": [{"type": "text", "text": format!("called {}", msg["params"]["name"])}]}))})),
             _ => Some(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
         }
     }
@@ -239,6 +297,44 @@ impl Harness {
         // Every message the server got is a JSON-RPC object it can read.
         for m in &self.server_got {
             assert!(m.is_object(), "{m}");
+        }
+        // A call that needs confirmation runs only after the client asked for it without the
+        // confirmation in an earlier line (never in the same line or batch).
+        if !self.advisory {
+            for (m, &at) in self.server_got.iter().zip(&self.server_got_at) {
+                if m["method"] == "tools/call" && m["params"]["name"] == "save_note" {
+                    let args = &m["params"]["arguments"];
+                    assert!(
+                        self.asked.iter().any(|(line, a)| *line < at && a == args),
+                        "{m} ran without an earlier unconfirmed request; log: {:?}",
+                        self.log
+                    );
+                }
+            }
+        }
+        // The client's messages reach the server in the client's order.
+        let key = |m: &Value| {
+            let id = match &m["id"] {
+                Value::Number(n) => n.as_f64().map(|f| (f + 0.0).to_string()),
+                Value::Null if m.get("id").is_none() => None,
+                other => Some(other.to_string()),
+            };
+            (m["method"].clone(), id)
+        };
+        let mut sent = self.client_sent.iter().map(key);
+        for m in &self.server_got {
+            if m["id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("toolwarden-"))
+            {
+                continue;
+            }
+            let k = key(m);
+            assert!(
+                sent.any(|s| s == k),
+                "{m} reached the server out of the client's order; log: {:?}",
+                self.log
+            );
         }
     }
 }
