@@ -62,6 +62,7 @@ pub mod mcp;
 mod policy;
 mod schemas;
 pub mod syntax;
+mod toolset;
 pub mod watch;
 
 pub use args::{parse_args, ArgsError};
@@ -75,3 +76,4 @@ pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, So
 pub use eval::{canonical_json_text, BoundRequest, Request, RequestError};
 pub use policy::Policy;
 pub use schemas::{schema_name, SchemaDecision, SchemaError};
+pub use toolset::ToolSet;
