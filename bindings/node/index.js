@@ -88,9 +88,18 @@ const itemsOf = new WeakMap()
 const rawOffer = Policy.prototype.offerIndices
 const rawOfferSchemas = Policy.prototype.offerSchemaIndices
 
-function pick(items, indices) {
-  const out = new Array(indices.length)
-  for (let i = 0; i < indices.length; i++) out[i] = items[indices[i]]
+// One scratch buffer for the visible indexes, grown as needed: evaluation is synchronous, so
+// no two calls ever share it at once.
+let scratch = new Uint32Array(256)
+
+function visible(policy, raw, request, tools, options, items) {
+  if (!Array.isArray(items)) {
+    throw new TypeError(`tools must be an array of tool names or tool schema objects, or a ToolSet, not ${describe(items)}`)
+  }
+  if (scratch.length < items.length) scratch = new Uint32Array(items.length)
+  const n = raw.call(policy, request, tools, options, scratch)
+  const out = new Array(n)
+  for (let i = 0; i < n; i++) out[i] = items[scratch[i]]
   return out
 }
 
@@ -108,14 +117,9 @@ Object.defineProperties(Policy.prototype, {
   offer: {
     value: function offer(request, tools, options) {
       try {
-        if (tools instanceof ToolSet) return pick(itemsOf.get(tools), rawOffer.call(this, request, tools, options))
-        if (Array.isArray(tools) && !allStrings(tools)) {
-          return pick(tools, rawOfferSchemas.call(this, request, tools, options))
-        }
-        if (!Array.isArray(tools)) {
-          throw new TypeError(`tools must be an array of tool names or tool schema objects, or a ToolSet, not ${describe(tools)}`)
-        }
-        return pick(tools, rawOffer.call(this, request, tools, options))
+        if (tools instanceof ToolSet) return visible(this, rawOffer, request, tools, options, itemsOf.get(tools))
+        if (Array.isArray(tools) && !allStrings(tools)) return visible(this, rawOfferSchemas, request, tools, options, tools)
+        return visible(this, rawOffer, request, tools, options, tools)
       } catch (e) {
         throw classify(e)
       }
@@ -127,10 +131,8 @@ Object.defineProperties(Policy.prototype, {
   offerSchemas: {
     value: function offerSchemas(request, schemas, options) {
       try {
-        if (schemas instanceof ToolSet) {
-          return pick(itemsOf.get(schemas), rawOfferSchemas.call(this, request, schemas, options))
-        }
-        return pick(schemas, rawOfferSchemas.call(this, request, schemas, options))
+        const items = schemas instanceof ToolSet ? itemsOf.get(schemas) : schemas
+        return visible(this, rawOfferSchemas, request, schemas, options, items)
       } catch (e) {
         throw classify(e)
       }

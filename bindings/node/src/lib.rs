@@ -362,12 +362,23 @@ fn schema_error(env: &Env, e: toolwarden::SchemaError, param: &str) -> Error {
     }
 }
 
-fn to_u32_list(indices: impl Iterator<Item = usize>) -> Uint32Array {
-    Uint32Array::new(
-        indices
-            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-            .collect(),
-    )
+/// Writes the visible indexes into `out` (the caller's scratch buffer, at least as long as the
+/// input) and returns how many there are: no allocation crosses into JS.
+fn write_indices(
+    out: &mut Uint32ArraySlice<'_>,
+    indices: impl Iterator<Item = usize>,
+) -> Result<u32> {
+    // SAFETY: the slice views a live Uint32Array argument, borrowed for this call only.
+    let buf = unsafe { out.as_mut() };
+    let mut n = 0usize;
+    for i in indices {
+        let slot = buf
+            .get_mut(n)
+            .ok_or_else(|| invalid("the index buffer is shorter than the tool list"))?;
+        *slot = u32::try_from(i).map_err(|_| invalid("too many tools"))?;
+        n += 1;
+    }
+    u32::try_from(n).map_err(|_| invalid("too many tools"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1159,6 +1170,12 @@ impl Policy {
         self.inner.tiers().map(str::to_string).collect()
     }
 
+    /// The argument names that carry a confirmation (`confirm fields`), in order.
+    #[napi(getter)]
+    pub fn confirm_fields(&self) -> Vec<String> {
+        self.inner.confirm_fields().map(str::to_string).collect()
+    }
+
     /// Classifies a user query into the intent that gates tools.
     #[napi(ts_args_type = "text: string")]
     pub fn classify(&self, env: Env, text: Unknown) -> Result<Intent> {
@@ -1168,10 +1185,11 @@ impl Policy {
         })
     }
 
-    /// The indexes of the visible tools (decision `allow` or `confirm`) of `tools`, an array
-    /// of names or a `ToolSet`, in input order. The package's `offer` maps them to the tools.
+    /// Writes the indexes of the visible tools (decision `allow` or `confirm`) of `tools`, an
+    /// array of names or a `ToolSet`, into `out` in input order and returns how many. The
+    /// package's `offer` maps them to the tools.
     #[napi(
-        ts_args_type = "request: Request, tools: string[] | ToolSet, options?: { query?: string; intent?: Intent | string | string[] }"
+        ts_args_type = "request: Request, tools: string[] | ToolSet, options: { query?: string; intent?: Intent | string | string[] } | undefined, out: Uint32Array"
     )]
     pub fn offer_indices(
         &self,
@@ -1179,7 +1197,8 @@ impl Policy {
         request: Unknown,
         tools: Unknown,
         options: Option<Unknown>,
-    ) -> Result<Uint32Array> {
+        mut out: Uint32ArraySlice,
+    ) -> Result<u32> {
         let request = request_arg(&env, &request)?;
         let opts = options_arg(&env, options, "options")?;
         let source = IntentSource::from_options(&env, &opts)?;
@@ -1189,20 +1208,20 @@ impl Policy {
                 .inner
                 .offer_set(&request.inner, &intent, &set.inner)
                 .map_err(|e| request_error(&env, e))?;
-            return Ok(to_u32_list(offer.visible_indices()));
+            return write_indices(&mut out, offer.visible_indices());
         }
         let names = string_list(&env, &tools, "tools")?;
         let offer = self
             .inner
             .offer(&request.inner, &intent, names.iter().map(String::as_str))
             .map_err(|e| request_error(&env, e))?;
-        Ok(to_u32_list(offer.visible_indices()))
+        write_indices(&mut out, offer.visible_indices())
     }
 
-    /// The indexes of the visible schemas of `tools` (names and/or OpenAI, Anthropic, MCP tool
-    /// schema objects, or a `ToolSet`), in input order; MCP annotations only tighten.
+    /// `offerIndices` for names and/or OpenAI, Anthropic, MCP tool schema objects (or a
+    /// `ToolSet`); MCP annotations only tighten.
     #[napi(
-        ts_args_type = "request: Request, tools: Array<string | Record<string, unknown>> | ToolSet, options?: { query?: string; intent?: Intent | string | string[] }"
+        ts_args_type = "request: Request, tools: Array<string | Record<string, unknown>> | ToolSet, options: { query?: string; intent?: Intent | string | string[] } | undefined, out: Uint32Array"
     )]
     pub fn offer_schema_indices(
         &self,
@@ -1210,7 +1229,8 @@ impl Policy {
         request: Unknown,
         tools: Unknown,
         options: Option<Unknown>,
-    ) -> Result<Uint32Array> {
+        mut out: Uint32ArraySlice,
+    ) -> Result<u32> {
         let request = request_arg(&env, &request)?;
         let opts = options_arg(&env, options, "options")?;
         let source = IntentSource::from_options(&env, &opts)?;
@@ -1220,7 +1240,7 @@ impl Policy {
                 .inner
                 .offer_set(&request.inner, &intent, &set.inner)
                 .map_err(|e| request_error(&env, e))?;
-            return Ok(to_u32_list(offer.visible_indices()));
+            return write_indices(&mut out, offer.visible_indices());
         }
         let schemas = schema_list(&env, &tools, "tools")?;
         let intent = source.resolve(&self.inner);
@@ -1228,12 +1248,13 @@ impl Policy {
             .inner
             .schema_decisions(&request.inner, &intent, &schemas)
             .map_err(|e| schema_error(&env, e, "tools"))?;
-        Ok(to_u32_list(
+        write_indices(
+            &mut out,
             decisions
                 .iter()
                 .filter(|d| d.decision.decision != toolwarden::Decision::Deny)
                 .map(|d| d.index),
-        ))
+        )
     }
 
     /// Why one tool is shown or hidden, decided exactly as `offer` decides it.
