@@ -97,7 +97,13 @@ function visible(policy, raw, request, tools, options, items) {
     throw new TypeError(`tools must be an array of tool names or tool schema objects, or a ToolSet, not ${describe(items)}`)
   }
   if (scratch.length < items.length) scratch = new Uint32Array(items.length)
-  const n = raw.call(policy, request, tools, options, scratch)
+  let query, intent
+  if (options !== undefined && options !== null) {
+    if (typeof options !== 'object') throw new TypeError(`options must be an options object, not ${describe(options)}`)
+    query = options.query
+    intent = options.intent
+  }
+  const n = raw.call(policy, request, tools, query, intent, scratch)
   const out = new Array(n)
   for (let i = 0; i < n; i++) out[i] = items[scratch[i]]
   return out

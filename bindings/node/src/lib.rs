@@ -217,8 +217,17 @@ enum IntentSource {
 impl IntentSource {
     /// `{ query, intent }` of an options object.
     fn from_options(env: &Env, opts: &Option<Object<'_>>) -> Result<IntentSource> {
-        let query = opt_field(opts, "query")?;
-        let intent = opt_field(opts, "intent")?;
+        IntentSource::from_values(env, opt_field(opts, "query")?, opt_field(opts, "intent")?)
+    }
+
+    /// `query` and `intent` given as values (`undefined` and `null` read as absent).
+    fn from_values(
+        env: &Env,
+        query: Option<Unknown<'_>>,
+        intent: Option<Unknown<'_>>,
+    ) -> Result<IntentSource> {
+        let query = query.filter(|v| !is_nullish(v));
+        let intent = intent.filter(|v| !is_nullish(v));
         match (query, intent) {
             (Some(_), Some(_)) => Err(invalid(
                 "give query or intent, not both (the intent decides; the query would be ignored)",
@@ -1186,22 +1195,23 @@ impl Policy {
     }
 
     /// Writes the indexes of the visible tools (decision `allow` or `confirm`) of `tools`, an
-    /// array of names or a `ToolSet`, into `out` in input order and returns how many. The
-    /// package's `offer` maps them to the tools.
+    /// array of names or a `ToolSet`, into `out` in input order and returns how many; the
+    /// intent from `query` or `intent`. The package's `offer` maps them to the tools (and reads
+    /// its options object in JS, so the call crosses into Rust once, with plain arguments).
     #[napi(
-        ts_args_type = "request: Request, tools: string[] | ToolSet, options: { query?: string; intent?: Intent | string | string[] } | undefined, out: Uint32Array"
+        ts_args_type = "request: Request, tools: string[] | ToolSet, query: string | undefined | null, intent: Intent | string | string[] | undefined | null, out: Uint32Array"
     )]
     pub fn offer_indices(
         &self,
         env: Env,
         request: Unknown,
         tools: Unknown,
-        options: Option<Unknown>,
+        query: Option<Unknown>,
+        intent: Option<Unknown>,
         mut out: Uint32ArraySlice,
     ) -> Result<u32> {
         let request = request_arg(&env, &request)?;
-        let opts = options_arg(&env, options, "options")?;
-        let source = IntentSource::from_options(&env, &opts)?;
+        let source = IntentSource::from_values(&env, query, intent)?;
         let intent = source.resolve(&self.inner);
         if let Some(set) = instance::<ToolSet>(&tools) {
             let offer = self
@@ -1221,19 +1231,19 @@ impl Policy {
     /// `offerIndices` for names and/or OpenAI, Anthropic, MCP tool schema objects (or a
     /// `ToolSet`); MCP annotations only tighten.
     #[napi(
-        ts_args_type = "request: Request, tools: Array<string | Record<string, unknown>> | ToolSet, options: { query?: string; intent?: Intent | string | string[] } | undefined, out: Uint32Array"
+        ts_args_type = "request: Request, tools: Array<string | Record<string, unknown>> | ToolSet, query: string | undefined | null, intent: Intent | string | string[] | undefined | null, out: Uint32Array"
     )]
     pub fn offer_schema_indices(
         &self,
         env: Env,
         request: Unknown,
         tools: Unknown,
-        options: Option<Unknown>,
+        query: Option<Unknown>,
+        intent: Option<Unknown>,
         mut out: Uint32ArraySlice,
     ) -> Result<u32> {
         let request = request_arg(&env, &request)?;
-        let opts = options_arg(&env, options, "options")?;
-        let source = IntentSource::from_options(&env, &opts)?;
+        let source = IntentSource::from_values(&env, query, intent)?;
         if let Some(set) = instance::<ToolSet>(&tools) {
             let intent = source.resolve(&self.inner);
             let offer = self
