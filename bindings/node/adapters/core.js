@@ -42,9 +42,16 @@ class TurnGuard {
     return this.policy.offer(this.request, names, this.options)
   }
 
-  /** `args` without the policy's confirmation fields (a new object). */
+  /**
+   * `args` without the policy's confirmation fields (a new object). Arguments that are neither
+   * an object nor JSON text throw (fail closed: nothing is judged in their place).
+   */
   strip(args) {
-    return this.policy.stripConfirmation(isPlainArgs(args) || typeof args === 'string' ? args : {})
+    if (args === undefined || args === null) return this.policy.stripConfirmation({})
+    if (!isPlainArgs(args) && typeof args !== 'string') {
+      throw new TypeError(`the call's arguments must be an object or JSON text, not ${Array.isArray(args) ? 'array' : typeof args}`)
+    }
+    return this.policy.stripConfirmation(args)
   }
 
   /**

@@ -99,3 +99,15 @@ test('a self-confirming model still reaches the human; the approved call runs wi
   assert.equal(calls.length, 1)
   await close()
 })
+
+test('arguments that are not an object are refused, never judged as something else', async () => {
+  const { client, calls, close } = await connected()
+  const guard = mcpGuard(client, policy, { request, query: 'show invoice 7' })
+  await guard.listTools()
+  await assert.rejects(guard.callTool({ name: 'get_invoice', arguments: [7] }), {
+    name: 'TypeError',
+    message: "the call's arguments must be an object or JSON text, not array",
+  })
+  assert.deepEqual(calls, [])
+  await close()
+})
