@@ -64,6 +64,7 @@ mod policy;
 mod relation;
 mod schemas;
 pub mod syntax;
+mod toolset;
 pub mod watch;
 
 pub use args::{parse_args, ArgsError};
@@ -77,3 +78,4 @@ pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, So
 pub use eval::{canonical_json_text, BoundRequest, Request, RequestError};
 pub use policy::Policy;
 pub use schemas::{schema_name, SchemaDecision, SchemaError};
+pub use toolset::ToolSet;

@@ -121,7 +121,6 @@ impl Policy {
         schemas: &[Value],
     ) -> Result<Vec<SchemaDecision>, SchemaError> {
         let bound = self.bind(request, intent)?;
-        let t = self.tables();
         let mut out = Vec::with_capacity(schemas.len());
         for (index, schema) in schemas.iter().enumerate() {
             let name =
@@ -134,20 +133,7 @@ impl Policy {
                 None => None,
             };
             let annotation_effect = hints.map(|(r, d)| McpEffect::from_hints(r, d).as_str());
-            let mut decision = self.decide(&bound, name);
-            let mut tightened = false;
-            if t.annotations_tighten && decision.decision != Decision::Deny {
-                let implied = annotation_effect
-                    .and_then(|e| t.effects.iter().position(|x| &**x == e))
-                    .and_then(|i| u8::try_from(i).ok());
-                if let Some(effect) = implied {
-                    let strict = self.decide_as(&bound, name, Some(effect));
-                    if strict.decision > decision.decision {
-                        decision = strict;
-                        tightened = true;
-                    }
-                }
-            }
+            let (decision, tightened) = self.decide_tightened(&bound, name, annotation_effect);
             out.push(SchemaDecision {
                 index,
                 name: name.to_string(),

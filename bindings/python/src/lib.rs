@@ -913,6 +913,100 @@ impl Verdict {
 // Policy
 // ---------------------------------------------------------------------------------------------
 
+/// A prepared tool set, made by `policy.tools(tools)`: the tool names (and, for schema dicts,
+/// the names and MCP annotations) read once, so `offer(request, tool_set, ...)` decides them on
+/// every turn without converting them again, and returns the very objects given. The set keeps
+/// its own tuple of the objects: changing the list afterwards changes nothing. It holds no
+/// policy, so one set serves any policy (a reloaded one too).
+#[pyclass(frozen, module = "toolwarden", name = "ToolSet")]
+struct ToolSet {
+    inner: toolwarden::ToolSet,
+    items: Py<PyTuple>,
+}
+
+impl ToolSet {
+    fn new(tools: &Bound<'_, PyAny>) -> PyResult<ToolSet> {
+        let py = tools.py();
+        let expected = "a list of tool names or tool schema dicts";
+        if tools.is_instance_of::<PyString>() || tools.is_instance_of::<PyDict>() {
+            return Err(type_error("tools", expected, tools));
+        }
+        let iter = tools
+            .try_iter()
+            .map_err(|_| type_error("tools", expected, tools))?;
+        let mut objects: Vec<Bound<'_, PyAny>> = Vec::new();
+        for obj in iter {
+            objects.push(obj?);
+        }
+        let mut names = Vec::with_capacity(objects.len());
+        let mut schemas: Option<Vec<Value>> = None;
+        for (i, obj) in objects.iter().enumerate() {
+            if let Ok(s) = obj.downcast::<PyString>() {
+                names.push(borrow_str(s)?.to_string());
+            } else if obj.is_instance_of::<PyDict>() {
+                schemas = Some(Vec::new());
+            } else {
+                return Err(type_error(
+                    &format!("tools[{i}]"),
+                    "a tool name (str) or a tool schema dict",
+                    obj,
+                ));
+            }
+        }
+        let inner = match schemas {
+            None => toolwarden::ToolSet::from_names(&names),
+            Some(mut values) => {
+                for (i, obj) in objects.iter().enumerate() {
+                    values.push(match obj.downcast::<PyString>() {
+                        Ok(s) => {
+                            let mut m = Map::new();
+                            m.insert(
+                                "name".to_string(),
+                                Value::String(borrow_str(s)?.to_string()),
+                            );
+                            Value::Object(m)
+                        }
+                        Err(_) => schema_keys(obj, &format!("tools[{i}]"))?,
+                    });
+                }
+                toolwarden::ToolSet::from_schemas(&values).map_err(|e| match e {
+                    toolwarden::SchemaError::Schema { index, message } => {
+                        PyValueError::new_err(format!("tools[{index}]: {message}"))
+                    }
+                    toolwarden::SchemaError::Request(r) => request_error(r),
+                })?
+            }
+        };
+        Ok(ToolSet {
+            inner,
+            items: PyTuple::new(py, objects)?.unbind(),
+        })
+    }
+}
+
+#[pymethods]
+impl ToolSet {
+    /// The tool names, in order.
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.inner.names().map(str::to_string).collect()
+    }
+
+    /// The objects the set was made from, in order.
+    #[getter]
+    fn items(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.items.clone_ref(py)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<ToolSet of {} tools>", self.inner.len())
+    }
+}
+
 /// Where the intent of an evaluation comes from.
 enum IntentSource {
     /// Classify this query.
@@ -1135,8 +1229,15 @@ impl Policy {
 
     /// The declared tool names.
     #[getter]
-    fn tools(&self) -> Vec<String> {
+    fn tool_names(&self) -> Vec<String> {
         self.inner.tools().map(str::to_string).collect()
+    }
+
+    /// A prepared tool set: `tools` (tool names and/or tool schema dicts, as `offer` takes
+    /// them) read once, for `offer` on every turn without converting them again. Raises
+    /// `TypeError` for a wrong type, `ValueError` for a schema without a name.
+    fn tools(&self, tools: &Bound<'_, PyAny>) -> PyResult<ToolSet> {
+        ToolSet::new(tools)
     }
 
     /// The declared roles.
@@ -1166,7 +1267,8 @@ impl Policy {
     }
 
     /// The tools the model may see (decision `allow` or `confirm`), in input order, as the very
-    /// objects given: `tools` is a list of tool names (`str`) and/or tool schemas (OpenAI
+    /// objects given: `tools` is a `ToolSet` from `policy.tools(...)` (prepared once, the fast
+    /// path), or a list of tool names (`str`) and/or tool schemas (OpenAI
     /// `{"type": "function", "function": {"name": ...}}`, Anthropic `{"name": ...,
     /// "input_schema": ...}`, MCP `{"name": ..., "inputSchema": ..., "annotations": ...}`).
     ///
@@ -1184,6 +1286,25 @@ impl Policy {
         intent: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let source = IntentSource::from_args(query, intent)?;
+        if let Ok(set) = tools.downcast::<ToolSet>() {
+            let set = set.get();
+            let request = &request.inner;
+            let policy = &self.inner;
+            let visible: Vec<usize> = py
+                .allow_threads(|| {
+                    let intent = source.resolve(policy);
+                    policy
+                        .offer_set(request, &intent, &set.inner)
+                        .map(|o| o.visible_indices().collect())
+                })
+                .map_err(request_error)?;
+            let items = set.items.bind(py);
+            let shown = visible
+                .into_iter()
+                .map(|i| items.get_item(i))
+                .collect::<PyResult<Vec<_>>>()?;
+            return PyList::new(py, shown);
+        }
         if tools.is_instance_of::<PyString>() || tools.is_instance_of::<PyDict>() {
             return Err(type_error(
                 "tools",
@@ -1417,6 +1538,7 @@ fn _toolwarden(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Turn>()?;
     m.add_class::<PendingCall>()?;
     m.add_class::<Verdict>()?;
+    m.add_class::<ToolSet>()?;
     m.add_class::<Diagnostic>()?;
     m.add("PolicyError", py.get_type::<PolicyError>())?;
     m.add("RequestError", py.get_type::<RequestError>())?;

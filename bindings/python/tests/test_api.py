@@ -118,7 +118,7 @@ def test_from_yaml_loads_seed_004s_tool_policies_with_the_legacy_catalog():
     p = toolwarden.Policy.from_yaml(yaml_dir / "tool_policies.yaml", legacy=yaml_dir / "tools.yaml")
     assert p.name == "tool_policies"
     assert p.version == 1
-    assert p.tools == [
+    assert p.tool_names == [
         "consultar_plano",
         "alterar_plano",
         "devolver_pedido",
@@ -310,3 +310,37 @@ def test_the_package_ships_type_stubs_and_docstrings():
     for method in ["from_file", "parse", "from_yaml", "classify", "offer", "check_call", "explain"]:
         assert getattr(toolwarden.Policy, method).__doc__, method
     assert toolwarden.__version__ == "0.1.0"
+
+
+def test_a_prepared_tool_set_decides_exactly_as_offer_over_the_same_objects(finance):
+    request = toolwarden.Request(mode="supervised", roles=["accountant"], permissions=["invoices.manage"], tenant="b-42")
+    names = finance.tool_names + ["rm_rf", "mcp__x__y"]
+    prepared = finance.tools(names)
+    assert isinstance(prepared, toolwarden.ToolSet)
+    assert len(prepared) == len(names)
+    assert prepared.names == names
+    assert prepared.items == tuple(names)
+    for query in ["delete invoice 7", "show invoices", "create an invoice", "export the data", "yes"]:
+        assert finance.offer(request, prepared, query=query) == finance.offer(request, names, query=query), query
+    assert finance.offer(request, prepared, query="delete invoice 7") == ["search_invoices", "get_invoice", "delete_invoice"]
+    # A set of schemas returns the very dicts, and their annotations still only tighten.
+    schemas = [
+        {"name": "get_invoice", "inputSchema": {}},
+        {"name": "create_invoice", "inputSchema": {}, "annotations": {"destructiveHint": True}},
+        {"type": "function", "function": {"name": "create_invoice"}},
+    ]
+    shown = finance.offer(request, finance.tools(schemas), query="create an invoice")
+    assert shown == [schemas[0], schemas[2]]
+    assert shown[0] is schemas[0]
+    assert shown == finance.offer(request, schemas, query="create an invoice")
+    # The set keeps its own copy: changing the list afterwards changes nothing.
+    mutable = ["get_invoice"]
+    copy = finance.tools(mutable)
+    mutable.append("search_invoices")
+    assert finance.offer(request, copy) == ["get_invoice"]
+    with pytest.raises(ValueError, match=r"^tools\[0\]: the schema has no name"):
+        finance.tools([{"description": "x"}])
+    with pytest.raises(TypeError, match=r"^tools must be a list of tool names or tool schema dicts, not str"):
+        finance.tools("get_invoice")
+    with pytest.raises(TypeError, match=r"^tools\[1\] must be a tool name \(str\) or a tool schema dict, not int"):
+        finance.tools(["get_invoice", 1])

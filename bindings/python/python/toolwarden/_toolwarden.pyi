@@ -12,6 +12,7 @@ __all__ = [
     "Turn",
     "PendingCall",
     "Verdict",
+    "ToolSet",
     "Diagnostic",
     "PolicyError",
     "RequestError",
@@ -181,6 +182,16 @@ class PendingCall:
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
+class ToolSet:
+    """A prepared tool set from ``policy.tools(tools)``; ``offer`` returns its very objects."""
+
+    @property
+    def names(self) -> List[str]: ...
+    @property
+    def items(self) -> tuple[Any, ...]: ...
+    def __len__(self) -> int: ...
+
+@final
 class Verdict:
     """The answer of ``Policy.check_call``."""
 
@@ -263,7 +274,10 @@ class Policy:
     @property
     def default_mode(self) -> Optional[str]: ...
     @property
-    def tools(self) -> List[str]: ...
+    def tool_names(self) -> List[str]: ...
+    def tools(self, tools: Sequence[_Tool]) -> ToolSet:
+        """A prepared tool set for ``offer``: the names (and schemas' names and MCP annotations)
+        read once. Raises ``TypeError``, ``ValueError`` (a schema without a name)."""
     @property
     def roles(self) -> List[str]: ...
     @property
@@ -274,10 +288,10 @@ class Policy:
     def offer(
         self,
         request: Request,
-        tools: Sequence[_Tool],
+        tools: Union[Sequence[_Tool], ToolSet],
         query: Optional[str] = None,
         intent: _IntentArg = None,
-    ) -> List[_Tool]:
+    ) -> List[Any]:
         """The visible tools (allow or confirm), in input order, as the very objects given.
 
         Raises ``RequestError``, ``ValueError`` (a schema without a name), ``TypeError``."""
