@@ -132,14 +132,15 @@ const WINDOW_BEFORE: usize = 40;
 /// How many characters the window of a long line shows in all.
 const WINDOW_CHARS: usize = 120;
 
-/// The text a report draws, as miette reads it: a whole file, or the window of one long line.
+/// The text a report draws, as miette reads it: the span's lines with one line of context on
+/// either side, or the window of one long line.
 ///
 /// The column of a span's start is counted in characters, as [`Location`] counts it (miette
 /// counts bytes, which put the `file:line:col` of a rendered report past the caret on a line
 /// with non-ASCII text before the span), and in the window it is the column in the file.
 struct Drawn {
     name: String,
-    /// The whole file, or the window.
+    /// The span's lines with their context, or the window.
     text: Arc<str>,
     /// The 0-based line of the file where `text` starts.
     first_line: usize,
@@ -170,13 +171,22 @@ impl Drawn {
             .clone()
             .any(|line| line_range(line).len() > MAX_DRAWN_LINE_BYTES);
         if !long {
-            let whole = Drawn {
+            // The span's lines and their context only: miette reads a source from its start
+            // to find a span's line, so drawing the whole file would cost the span's offset
+            // for each report (quadratic in a file with an error on every line).
+            let from = line_range(*context.start()).start;
+            // Through the last line's end of line, as the whole file has it.
+            let to = file
+                .line_starts
+                .get(*context.end() + 1)
+                .map_or(file.text.len(), |&next| next);
+            let lines = Drawn {
                 name: file.name.clone(),
-                text: Arc::clone(&file.text),
-                first_line: 0,
+                text: Arc::from(&file.text[from..to]),
+                first_line: *context.start(),
                 column: None,
             };
-            return (whole, start, end);
+            return (lines, start - from, end.min(to).max(start) - from);
         }
         // The window: the span's first line only, from a little before the span's start.
         let range = line_range(first);

@@ -147,6 +147,44 @@ fn a_one_mib_keyword_renders_a_bounded_window() {
     );
 }
 
+/// Every diagnostic of a file with an error on each of its 20,000 lines renders on its own (a
+/// binding renders each one it hands out) from the span's lines alone, which keeps rendering
+/// them all linear: the report of the last one numbers lines 19,999 to 20,001 as the file does.
+#[test]
+fn each_diagnostic_of_a_file_with_an_error_per_line_draws_its_own_lines() {
+    let lines = 20_000;
+    let text = format!(
+        "{}effects none\nmode m {{ }}\n",
+        "policy \"x\" version 1\n".repeat(lines)
+    );
+    let err = Policy::parse(&text, "many.warden").expect_err("duplicates");
+    let diagnostics = err.diagnostics();
+    assert_eq!(diagnostics.len(), lines - 1);
+    let rendered: Vec<String> = diagnostics
+        .iter()
+        .map(|d| d.render(err.sources()))
+        .collect();
+    assert_eq!(
+        rendered[lines - 2],
+        "  × `policy` is declared twice
+       ╭─[many.warden:20000:1]
+ 19999 │ policy \"x\" version 1
+ 20000 │ policy \"x\" version 1
+       · ──────────┬─────────
+       ·           ╰── second declaration
+ 20001 │ effects none
+       ╰────
+  help: keep one `policy` declaration and delete the other
+        note: the first declaration is at many.warden:1:1
+"
+    );
+    let drawn = |r: &String| r.lines().filter(|l| l.contains(" │ ")).count();
+    assert!(
+        rendered.iter().all(|r| drawn(r) <= 3),
+        "each report draws its line and one line of context on either side"
+    );
+}
+
 /// A FIFO at `path` (no writer ever opens it: a reader that blocks on it blocks for good).
 fn fifo(path: &Path) -> String {
     let c = std::ffi::CString::new(path.to_string_lossy().as_bytes()).expect("path");
