@@ -54,7 +54,11 @@ fn generate(n: usize, variant: bool) -> String {
         s.push_str(&format!(
             "tool \"{name}\" {{ effect {e} roles {r} permissions \"{}\"{} }}\n",
             perms[i % 3],
-            if i.is_multiple_of(2) { " tenant required" } else { "" }
+            if i.is_multiple_of(2) {
+                " tenant required"
+            } else {
+                ""
+            }
         ));
     }
     s.push_str("match \"mcp__*__get_*\" { effect none }\n");
