@@ -104,7 +104,7 @@ impl Response {
             .lines()
             .filter_map(|l| l.strip_prefix("data: "))
             .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-            .last()
+            .next_back()
             .unwrap_or(Value::Null)
     }
 }
