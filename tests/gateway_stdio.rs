@@ -78,7 +78,6 @@ fn on_stdio_every_line_is_parsed_strictly_and_every_call_judged_with_the_flags_i
         read()["result"]["structuredContent"]["metadata"]["stage"],
         "mode"
     );
-    drop(send);
     drop(input);
     let _ = child.wait();
     assert_eq!(calls_received(dir.path()), ["hidden"]);
