@@ -118,6 +118,16 @@ fn a_confirmation_counts_only_against_the_held_call_and_is_not_forwarded() {
     // A model that confirms a call nobody held gets it held, not run.
     let r = s.call("mcp__a__save_doc", json!({"title": "t", "confirmed": true}));
     assert_eq!(r["result"]["structuredContent"]["decision"], "confirm");
+    // The text names the tool as the client knows it.
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("toolwarden holds `mcp__a__save_doc` until"),
+        "{text}"
+    );
+    assert!(
+        text.contains("call `mcp__a__save_doc` again with the same arguments"),
+        "{text}"
+    );
     let r = s.call("mcp__a__save_doc", json!({"title": "t", "confirmed": true}));
     assert_eq!(
         r["result"]["structuredContent"],

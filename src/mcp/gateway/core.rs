@@ -456,6 +456,12 @@ impl Gateway {
                 data: Some(json!({"reason": reason, "blocked_by_policy": true})),
             },
             Refusal::ToolError { text, structured } => {
+                // The judge names the server's tool; the client knows it by the gateway's name.
+                let text = match name.rsplit_once("__") {
+                    Some((_, tool)) => text.replace(&format!("`{tool}`"), &format!("`{name}`")),
+                    None => text.clone(),
+                };
+                let text = &text;
                 let mut s = structured.clone();
                 if s.is_object() {
                     s["tool"] = Value::from(name);
