@@ -200,6 +200,21 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
         r["result"]["structuredContent"]["metadata"]["stage"],
         "role"
     );
+    // The token's connector allowlist is the session tier: only `b` is reachable.
+    let only_b = token(
+        SECRET,
+        json!({"sub": "cy", "connectors": ["b"], "exp": in_an_hour()}),
+    );
+    let mut c = Session::open(g.port, Some(&only_b)).unwrap();
+    assert_eq!(
+        c.tool_names(None),
+        ["mcp__b__get_doc", "mcp__b__touch", "mcp__b__calls"]
+    );
+    let r = c.call("mcp__a__get_doc", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "connector"
+    );
     let forged = token(
         "another secret",
         json!({"sub": "eve", "roles": ["admin"], "exp": in_an_hour()}),
@@ -384,4 +399,62 @@ fn the_decision_api_answers_the_library_json_and_errors_as_json() {
         .as_str()
         .unwrap()
         .contains("unknown field `text`"));
+}
+
+#[test]
+fn with_elicitation_the_user_confirms_and_the_model_cannot() {
+    let g = start(|d| config(d, ""));
+    let mut s = open_eliciting(g.port);
+    // No confirmation field is offered to the model of an eliciting client.
+    let r = s.request("tools/list", json!({}));
+    let save = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__a__save_doc")
+        .unwrap()
+        .clone();
+    assert_eq!(save["inputSchema"], json!({"type": "object"}));
+    // Accepted with true: forwarded without the confirmation field (the model's own
+    // `confirmed` removed too).
+    let (asked, r) = call_answering(
+        &s,
+        "mcp__a__save_doc",
+        json!({"title": "yes", "confirmed": true}),
+        json!({"action": "accept", "content": {"confirm": true}}),
+    );
+    let asked = asked.expect("the user was asked");
+    assert!(
+        asked["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"Allow `mcp__a__save_doc` with arguments {"title":"yes"}?"#),
+        "{asked}"
+    );
+    assert_eq!(asked["requestedSchema"]["required"], json!(["confirm"]));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "save_doc", "arguments": {"title": "yes"}})
+    );
+    // Declined, cancelled, or accepted without true: not run.
+    for answer in [
+        json!({"action": "decline"}),
+        json!({"action": "cancel"}),
+        json!({"action": "accept", "content": {"confirm": false}}),
+    ] {
+        let (asked, r) = call_answering(
+            &s,
+            "mcp__a__save_doc",
+            json!({"title": "no", "confirmed": true}),
+            answer.clone(),
+        );
+        assert!(asked.is_some());
+        assert_eq!(r["result"]["isError"], true, "{answer}: {r}");
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("toolwarden did not run `mcp__a__save_doc`: the user declined it"),
+            "{text}"
+        );
+    }
+    assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
 }

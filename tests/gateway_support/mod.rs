@@ -295,3 +295,79 @@ pub fn calls_received(dir: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+/// Opens a session whose client declares elicitation (form).
+pub fn open_eliciting(port: u16) -> Session {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let r = post(port, "/mcp", &[], init.to_string().as_bytes());
+    let id = r.header("mcp-session-id").expect("a session").to_string();
+    let s = Session {
+        port,
+        id,
+        token: None,
+        next: 1,
+    };
+    assert_eq!(
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .status,
+        202
+    );
+    s
+}
+
+/// Calls `name` in session `s`, and answers the gateway's `elicitation/create` with
+/// `answer` (an ElicitResult) when one comes. Returns the elicitation's params (if one came)
+/// and the call's response.
+pub fn call_answering(
+    s: &Session,
+    name: &str,
+    args: Value,
+    answer: Value,
+) -> (Option<Value>, Value) {
+    let body = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                      "params": {"name": name, "arguments": args}})
+    .to_string();
+    let mut raw = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: {}\r\n",
+        s.port,
+        body.len()
+    );
+    for h in s.headers() {
+        raw.push_str(&h);
+        raw.push_str("\r\n");
+    }
+    raw.push_str("\r\n");
+    raw.push_str(&body);
+    let mut stream = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.write_all(raw.as_bytes()).unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut asked = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            panic!("the stream ended without the call's response");
+        }
+        // SSE data lines sit inside chunks; a message is one `data: {…}` line.
+        let Some(data) = line.trim_end().strip_prefix("data: ") else {
+            continue;
+        };
+        let Ok(msg) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if msg["method"] == "elicitation/create" {
+            asked = Some(msg["params"].clone());
+            let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer});
+            let r = s.send(&reply);
+            assert_eq!(r.status, 202, "{r:?}");
+        } else if msg["id"] == 77 {
+            return (asked, msg);
+        }
+    }
+}
