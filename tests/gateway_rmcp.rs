@@ -80,3 +80,88 @@ async fn rmcp_alone_runs_no_call_without_an_id_and_no_batch() {
         ]
     );
 }
+
+/// A store that is down.
+struct Down;
+
+impl toolwarden::mcp::gateway::SessionStore for Down {
+    fn with_session(
+        &self,
+        _key: &str,
+        _change: &mut dyn FnMut(&mut toolwarden::mcp::gateway::SessionState),
+    ) -> Result<(), toolwarden::mcp::gateway::StoreError> {
+        Err(toolwarden::mcp::gateway::StoreError(
+            "connection refused".to_string(),
+        ))
+    }
+    fn len(&self) -> usize {
+        0
+    }
+    fn sweep(&self) -> usize {
+        0
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_store_that_is_down_refuses_every_call_and_an_audit_log_that_fails_too() {
+    use toolwarden::mcp::gateway::{CallAnswer, UserAnswer};
+    type NoConfirm = fn(String) -> std::future::Ready<UserAnswer>;
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(dir.path(), "").replace("listen = \"127.0.0.1:0\"\n", "");
+    let config = GatewayConfig::parse(&text, dir.path()).unwrap();
+    let policy = Policy::from_file(&config.policy).unwrap();
+    let gateway = Gateway::new(policy.clone(), config.clone(), Arc::new(Down), None).unwrap();
+    let args = json!({}).as_object().cloned();
+    let r = gateway
+        .call(
+            &Identity::anonymous(),
+            "k",
+            None,
+            "mcp__a__touch",
+            args.clone(),
+            None::<NoConfirm>,
+        )
+        .await;
+    let CallAnswer::Result(r) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        r["content"][0]["text"],
+        "toolwarden cannot judge `mcp__a__touch`: session store: connection refused; the call is refused"
+    );
+    // An audit log that cannot be written: the call it would record is refused.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("no space left on device"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let store = Arc::new(MemoryStore::new(10, Duration::from_secs(60)));
+    let gateway = Gateway::new(policy, config, store, Some(Box::new(Full))).unwrap();
+    let r = gateway
+        .call(
+            &Identity::anonymous(),
+            "k",
+            None,
+            "mcp__a__touch",
+            args,
+            None::<NoConfirm>,
+        )
+        .await;
+    let CallAnswer::Result(r) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(r["isError"], true);
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("the audit log could not be written"),
+        "{r}"
+    );
+    assert_eq!(calls_received(dir.path()), Vec::<String>::new());
+}

@@ -337,7 +337,7 @@ impl Gateway {
                 return self.refused(&r, name);
             }
         };
-        let mut judged = match self.judge_call(&judge, key, query, schema, tool, &args) {
+        let mut judged = match self.judge_call(&judge, name, key, query, schema, tool, &args) {
             Ok(j) => j,
             Err(answer) => return answer,
         };
@@ -355,6 +355,7 @@ impl Gateway {
                         }
                         judged = match self.judge_call(
                             &judge,
+                            name,
                             key,
                             query,
                             schema,
@@ -420,9 +421,11 @@ impl Gateway {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn judge_call(
         &self,
         judge: &Judge,
+        name: &str,
         key: &str,
         query: Option<&str>,
         schema: Option<&Value>,
@@ -437,13 +440,13 @@ impl Gateway {
         match (stored, out) {
             (Ok(()), Some(j)) => Ok(j),
             (Err(e), _) => {
-                let text = format!("toolwarden cannot judge `{tool}`: {e}; the call is refused");
+                let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
                 log(&text);
-                Err(self.refused(&Refusal::error(&text), tool))
+                Err(self.refused(&Refusal::error(&text), name))
             }
             (Ok(()), None) => {
-                let text = format!("toolwarden cannot judge `{tool}`; the call is refused");
-                Err(self.refused(&Refusal::error(&text), tool))
+                let text = format!("toolwarden cannot judge `{name}`; the call is refused");
+                Err(self.refused(&Refusal::error(&text), name))
             }
         }
     }
