@@ -458,3 +458,39 @@ fn with_elicitation_the_user_confirms_and_the_model_cannot() {
     }
     assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
 }
+
+#[test]
+fn rs256_tokens_verify_with_the_public_key_and_an_hs256_token_keyed_with_it_does_not() {
+    // tests/fixtures/gateway/test_rs256_*.pem: a key pair made for this test only.
+    let public = fixture("test_rs256_public.pem");
+    let g = start(|d| {
+        config(
+            d,
+            &format!(
+                "[identity]\njwt_rs256_public_key_file = {:?}\n",
+                public.display().to_string()
+            ),
+        )
+    });
+    let private = std::fs::read(fixture("test_rs256_private.pem")).unwrap();
+    let claims = json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour()});
+    let good = encode(
+        &Header::new(jsonwebtoken::Algorithm::RS256),
+        &claims,
+        &EncodingKey::from_rsa_pem(&private).unwrap(),
+    )
+    .unwrap();
+    let mut s = Session::open(g.port, Some(&good)).unwrap();
+    assert!(s.tool_names(None).contains(&"mcp__a__hidden".to_string()));
+    // The algorithm-confusion attack: HS256 with the public key's text as the secret.
+    let confused = encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(&std::fs::read(&public).unwrap()),
+    )
+    .unwrap();
+    assert_eq!(
+        Session::open(g.port, Some(&confused)).err().unwrap().status,
+        401
+    );
+}
