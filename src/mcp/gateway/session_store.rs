@@ -48,6 +48,12 @@ impl SessionState {
 pub struct StoreError(pub String);
 
 /// A store of sessions by key.
+///
+/// The contract is one exclusive read-change-write per call: [`SessionStore::with_session`]
+/// must not let two changes of one session interleave, across threads and, for a shared
+/// store, across processes (a store in Redis holds a per-session lock, or runs the change
+/// under `WATCH`/`MULTI` and retries). A store that cannot guarantee it returns
+/// [`StoreError`], and the gateway refuses the call.
 pub trait SessionStore: Send + Sync {
     /// Runs `change` on the state of session `key` (a fresh state when the session is new or
     /// expired) with the session held exclusively, and keeps the result.
