@@ -494,3 +494,17 @@ fn rs256_tokens_verify_with_the_public_key_and_an_hs256_token_keyed_with_it_does
         401
     );
 }
+
+#[test]
+fn the_configured_connector_allowlist_applies_to_every_session() {
+    let g = start(|d| config(d, "[connectors]\nsession = [\"a\"]\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    let names = s.tool_names(None);
+    assert!(names.iter().all(|n| n.starts_with("mcp__a__")), "{names:?}");
+    assert_eq!(names.len(), 6);
+    let r = s.call("mcp__b__get_doc", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "connector"
+    );
+}
