@@ -260,6 +260,7 @@ impl Session {
                 params["_meta"] = m.clone();
             }
             let r = self.request("tools/list", params);
+            assert!(r["result"]["tools"].is_array(), "{r}");
             for t in r["result"]["tools"].as_array().unwrap() {
                 names.push(t["name"].as_str().unwrap().to_string());
             }

@@ -44,8 +44,9 @@ pub struct GatewayConfig {
 pub struct Limits {
     /// Largest request body (`max_body_bytes`, default 4 MiB): a larger one gets HTTP 413.
     pub max_body_bytes: usize,
-    /// Time a client has to send its whole request body (`request_timeout_secs`, default 30):
-    /// a slower one gets HTTP 408.
+    /// Time a client has to send its request headers, and again its body
+    /// (`request_timeout_secs`, default 30): slower headers close the connection, a slower
+    /// body gets HTTP 408.
     pub request_timeout: Duration,
     /// Most sessions kept (`max_sessions`, default 10,000): past it, the least recently used
     /// is forgotten, and new MCP sessions are refused with HTTP 503.

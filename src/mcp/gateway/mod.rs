@@ -85,6 +85,7 @@ pub fn serve(
                 }
             });
         }
+        let limits_timeout = gateway.config().limits.request_timeout;
         match listen {
             Some(addr) => {
                 let app = http::app(gateway)?;
@@ -93,14 +94,46 @@ pub fn serve(
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 let local = listener.local_addr().map_err(|e| e.to_string())?;
                 eprintln!("toolwarden gateway: listening on http://{local}/mcp");
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await
-                    .map_err(|e| format!("the HTTP server failed: {e}"))
+                serve_http(listener, app, limits_timeout).await
             }
             None => stdio::serve(gateway, stdio_identity).await,
         }
     })
+}
+
+/// Serves `app` on `listener` until Ctrl-C, each connection with a time limit on reading a
+/// request's headers (`header_timeout`, a slow client is disconnected), HTTP/1.1 and HTTP/2.
+async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_timeout: std::time::Duration,
+) -> Result<(), String> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    eprintln!("toolwarden gateway: cannot accept a connection: {e}");
+                    continue;
+                }
+            },
+            _ = &mut stop => return Ok(()),
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let _ = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await;
+        });
+    }
 }
