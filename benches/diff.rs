@@ -39,14 +39,14 @@ fn generate(n: usize, variant: bool) -> String {
     let perms = ["a.view", "a.edit", "a.delete"];
     for i in 0..n {
         let mut e = effects[i % 5];
-        if variant && i % 7 == 0 {
+        if variant && i.is_multiple_of(7) {
             e = effects[(i + 1) % 5];
         }
         let mut r = roles[(i / 5) % 4];
-        if variant && i % 11 == 0 {
+        if variant && i.is_multiple_of(11) {
             r = roles[(i / 5 + 1) % 4];
         }
-        let name = if i % 3 == 0 {
+        let name = if i.is_multiple_of(3) {
             format!("mcp__srv{}__tool_{i}", i % 13)
         } else {
             format!("tool_{i}")
@@ -54,7 +54,11 @@ fn generate(n: usize, variant: bool) -> String {
         s.push_str(&format!(
             "tool \"{name}\" {{ effect {e} roles {r} permissions \"{}\"{} }}\n",
             perms[i % 3],
-            if i % 2 == 0 { " tenant required" } else { "" }
+            if i.is_multiple_of(2) {
+                " tenant required"
+            } else {
+                ""
+            }
         ));
     }
     s.push_str("match \"mcp__*__get_*\" { effect none }\n");

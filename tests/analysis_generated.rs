@@ -62,8 +62,8 @@ fn generate(seed: u64) -> String {
     } else {
         "unknown allow\ndefaults { effect none }\n"
     });
-    for i in 0..12 {
-        let name = if i % 3 == 0 {
+    for i in 0..12u32 {
+        let name = if i.is_multiple_of(3) {
             format!("mcp__{}__t{i}", r.pick(&["github", "slack"]))
         } else {
             format!("t{i}")

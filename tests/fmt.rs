@@ -389,7 +389,7 @@ fn render(g: &Gen) -> String {
             n.sp(),
             entries.join(&format!(",{}", n.br()))
         ));
-        if n.next() % 2 == 0 {
+        if n.next().is_multiple_of(2) {
             s.push_str(&format!("{}# inside\n", n.sp()));
         }
         s.push_str(&format!("{}es \"x{k}\"{}}}", n.br(), n.br()));
@@ -398,7 +398,7 @@ fn render(g: &Gen) -> String {
     // The matrix: header line, one line per intent.
     s.push_str(&format!("matrix{}m{}{{\n{}", n.sp(), n.sp(), n.sp()));
     s.push_str(&effects.join(n.sp()));
-    if n.next() % 3 == 0 {
+    if n.next().is_multiple_of(3) {
         s.push_str("   # header");
     }
     s.push('\n');
@@ -426,7 +426,7 @@ fn render(g: &Gen) -> String {
                 .collect()
         };
         let r = pick(*restrict);
-        if !r.is_empty() && restrict % 3 == 0 {
+        if !r.is_empty() && restrict.is_multiple_of(3) {
             s.push_str(&format!("{}restrict {}", n.br(), r.join(", ")));
         }
         let c = pick(*confirm);
@@ -466,7 +466,7 @@ fn render(g: &Gen) -> String {
         if *roles {
             attrs.push("roles user".into());
         }
-        if perm % 5 == 0 {
+        if perm.is_multiple_of(5) {
             attrs.push("requires id, \"other id\"".into());
         }
         let name = if perm % 7 == 3 {
@@ -474,7 +474,7 @@ fn render(g: &Gen) -> String {
         } else {
             format!("tool_{}{k}", "x".repeat(*perm as usize % 6))
         };
-        let sep = if n.next() % 5 == 0 {
+        let sep = if n.next().is_multiple_of(5) {
             format!("{}# attr comment\n  ", n.sp())
         } else {
             n.br().to_string()
@@ -557,7 +557,7 @@ fn perturb(src: &str, noise: &[u8]) -> String {
             }
             ',' => {
                 out.push(',');
-                if n.next() % 3 == 0 && !matches!(chars.peek(), Some(' ' | '\t' | '\n')) {
+                if n.next().is_multiple_of(3) && !matches!(chars.peek(), Some(' ' | '\t' | '\n')) {
                     out.push(' ');
                 }
             }

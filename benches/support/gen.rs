@@ -66,7 +66,7 @@ pub fn tool(i: usize) -> ToolSpec {
         "delete" => "delete",
         _ => "export",
     };
-    let (name, server) = if i % 3 == 0 {
+    let (name, server) = if i.is_multiple_of(3) {
         let s = SERVERS[i % 4];
         (format!("mcp__{s}__tool_{i}"), Some(s))
     } else {
@@ -76,7 +76,7 @@ pub fn tool(i: usize) -> ToolSpec {
         name,
         effect,
         permission: format!("area{area}.{perm}"),
-        role: (i % 7 == 0).then_some("accountant"),
+        role: (i.is_multiple_of(7)).then_some("accountant"),
         server,
     }
 }

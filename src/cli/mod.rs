@@ -6,6 +6,8 @@ mod analysis;
 mod classify_eval;
 mod commands;
 mod ecosystem;
+#[cfg(feature = "gateway")]
+mod gateway;
 mod guard;
 mod proxy;
 mod watch;
@@ -223,6 +225,27 @@ enum Command {
         #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// An MCP gateway: several upstream servers (stdio or Streamable HTTP) behind one, every
+    /// tool named `mcp__<server>__<tool>` and every call judged, with identity from bearer
+    /// tokens, sessions and the user's confirmation. See docs/gateway.md.
+    #[cfg(feature = "gateway")]
+    Gateway {
+        /// The configuration file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Stdio only: a role of the client (repeatable).
+        #[arg(long = "role")]
+        roles: Vec<String>,
+        /// Stdio only: a permission of the client (repeatable).
+        #[arg(long = "permission")]
+        permissions: Vec<String>,
+        /// Stdio only: the client's tenant.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Stdio only: the execution mode (default: the policy's `default mode`).
+        #[arg(long)]
+        mode: Option<String>,
+    },
 }
 
 /// `toolwarden import ...`
@@ -401,6 +424,22 @@ pub fn run() -> i32 {
                 audit,
                 advisory,
                 command,
+            },
+        ),
+        #[cfg(feature = "gateway")]
+        Command::Gateway {
+            config,
+            roles,
+            permissions,
+            tenant,
+            mode,
+        } => gateway::run(
+            &config,
+            gateway::StdioIdentity {
+                roles,
+                permissions,
+                tenant,
+                mode,
             },
         ),
         Command::Import(ImportCommand::Yaml { file, legacy }) => {

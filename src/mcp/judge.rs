@@ -30,6 +30,7 @@ pub struct Judge {
     server: Option<String>,
     advisory: bool,
     confirm_fields: Vec<String>,
+    declare_confirm_field: bool,
 }
 
 /// How long a held call can be confirmed, in milliseconds (10 minutes); an older hold is
@@ -299,7 +300,25 @@ impl Judge {
             intent,
             server,
             advisory,
+            declare_confirm_field: true,
         })
+    }
+
+    /// The same judge without the confirmation field in listed schemas: for a client that
+    /// confirms through elicitation, where the model must not learn of (or send) the field.
+    pub fn without_confirm_field_declaration(mut self) -> Judge {
+        self.declare_confirm_field = false;
+        self
+    }
+
+    /// The policy's confirmation fields (`confirmed` first by default).
+    pub fn confirm_fields(&self) -> &[String] {
+        &self.confirm_fields
+    }
+
+    /// The policy this judge decides with.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
     }
 
     /// Whether the judge is advisory.
@@ -337,7 +356,10 @@ impl Judge {
                     if decision.decision.decision != Decision::Deny {
                         out.offered.push(name);
                         let mut schema = schema;
-                        if decision.decision.decision == Decision::Confirm && !self.advisory {
+                        if decision.decision.decision == Decision::Confirm
+                            && !self.advisory
+                            && self.declare_confirm_field
+                        {
                             self.declare_confirm_field(&mut schema);
                         }
                         out.kept.push(schema);
@@ -481,10 +503,25 @@ impl Judge {
         tool: &str,
         args: &Value,
     ) -> CallJudgment {
+        self.judge_call_in_turn(pending, &mut Turn::new(), schema, tool, args)
+    }
+
+    /// [`Judge::judge_call`] within the user turn `turn` (its transactional calls counted for
+    /// `limit … per turn`; the count grows when the call is allowed), for a caller that knows
+    /// the user's turns (the gateway). [`Judge::judge_call`] judges each call in a turn of its
+    /// own.
+    pub fn judge_call_in_turn(
+        &self,
+        pending: &mut PendingCalls,
+        turn: &mut Turn,
+        schema: Option<&Value>,
+        tool: &str,
+        args: &Value,
+    ) -> CallJudgment {
         let pname = self.policy_name(tool);
         let digest = args_digest(args);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.evaluate(pending, schema, tool, &pname, args)
+            self.evaluate(pending, turn, schema, tool, &pname, args)
         }))
         .unwrap_or_else(|_| Err("the evaluator panicked".to_string()));
         let record =
@@ -560,6 +597,7 @@ impl Judge {
     fn evaluate(
         &self,
         pending: &mut PendingCalls,
+        turn: &mut Turn,
         schema: Option<&Value>,
         tool: &str,
         pname: &str,
@@ -603,25 +641,22 @@ impl Judge {
             }
             other => other.clone(),
         };
-        // A proxy sees no user turns: each call is judged in a turn of its own.
-        let check = |args: &Value, pending: Option<&PendingCall>| {
-            p.check_call_schema(
-                &self.request,
-                &self.intent,
-                &mut Turn::new(),
-                &schema,
-                args,
-                pending,
-            )
-            .map_err(|e| e.to_string())
+        // Every check but the last runs on a copy of the turn: only the verdict returned
+        // counts its call in the turn.
+        let check = |args: &Value, pending: Option<&PendingCall>, turn: &mut Turn| {
+            p.check_call_schema(&self.request, &self.intent, turn, &schema, args, pending)
+                .map_err(|e| e.to_string())
         };
-        let unconfirmed = check(&stripped, None)?;
+        let unconfirmed = check(&stripped, None, &mut turn.clone())?;
         let Some(held) = unconfirmed.pending.clone() else {
-            return Ok(Evaluated::Verdict(Box::new(check(args, None)?), tightening));
+            return Ok(Evaluated::Verdict(
+                Box::new(check(args, None, turn)?),
+                tightening,
+            ));
         };
         if confirmed {
             if let Some(earlier) = pending.confirmable(&held.digest).cloned() {
-                let v = check(args, Some(&earlier))?;
+                let v = check(args, Some(&earlier), turn)?;
                 if v.is_allowed() {
                     pending.release(&held.digest);
                 }

@@ -44,6 +44,8 @@
 //! assert_eq!(out.log.len(), 1);
 //! ```
 
+#[cfg(feature = "gateway")]
+pub mod gateway;
 pub mod judge;
 pub mod message;
 pub mod record;

@@ -1,0 +1,157 @@
+//! The decision API (`POST /v1/classify`, `/v1/offer`, `/v1/check_call`), for agents in
+//! languages without a binding: JSON bodies mirroring the library, the library's JSON back,
+//! errors as `{"error": …}` with HTTP 400. The identity is the request's (the same rules as
+//! `/mcp`); `check_call` counts calls in the turn of the named `session`.
+
+use std::sync::Arc;
+
+use axum::extract::{Extension, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::core::Gateway;
+use super::identity::Identity;
+use crate::classify::Intent;
+
+fn error(status: StatusCode, message: String) -> Response {
+    (status, Json(json!({"error": message}))).into_response()
+}
+
+/// Reads a body (already parsed strictly by the guard layer) as `T`.
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Box<Response>> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        Box::new(error(
+            StatusCode::BAD_REQUEST,
+            format!("bad request body: {e}"),
+        ))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyBody {
+    query: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OfferBody {
+    query: Option<String>,
+    intent: Option<String>,
+    tools: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CheckCallBody {
+    query: Option<String>,
+    intent: Option<String>,
+    call: CallBody,
+    session: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallBody {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+    /// The tool's schema as listed (annotations tighten), when the caller has it.
+    #[serde(default)]
+    schema: Option<Value>,
+}
+
+fn intent_of(g: &Gateway, query: &Option<String>, intent: &Option<String>) -> Intent {
+    match (query, intent) {
+        (Some(q), _) => g.policy().classify(q),
+        (None, Some(i)) => Intent::named(i.clone()),
+        (None, None) => g.intent(None),
+    }
+}
+
+/// `POST /v1/classify` `{"query"}`: the intent, as the library's JSON.
+pub(crate) async fn classify(State(g): State<Arc<Gateway>>, bytes: axum::body::Bytes) -> Response {
+    let b: ClassifyBody = match body(&bytes) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    Json(json!(g.policy().classify(&b.query))).into_response()
+}
+
+/// `POST /v1/offer` `{"query" or "intent", "tools": [schemas]}`: `{"tools": [the schemas the
+/// request may see]}`.
+pub(crate) async fn offer(
+    State(g): State<Arc<Gateway>>,
+    Extension(identity): Extension<Identity>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let b: OfferBody = match body(&bytes) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let request = identity.request(&g.config().connectors);
+    let intent = intent_of(&g, &b.query, &b.intent);
+    match g.policy().offer_schemas(&request, &intent, &b.tools) {
+        Ok(tools) => Json(json!({"tools": tools, "intent": intent.name.as_str()})).into_response(),
+        Err(e) => error(StatusCode::BAD_REQUEST, e.to_string()),
+    }
+}
+
+/// `POST /v1/check_call` `{"query" or "intent", "call": {"name", "arguments"[, "schema"]},
+/// "session"}`: the verdict as the library's JSON (`decision`, `tool`, …). With a `session`,
+/// an allowed call counts in that session's turn (a different query begins a new one).
+pub(crate) async fn check_call(
+    State(g): State<Arc<Gateway>>,
+    Extension(identity): Extension<Identity>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let b: CheckCallBody = match body(&bytes) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let request = identity.request(&g.config().connectors);
+    let intent = intent_of(&g, &b.query, &b.intent);
+    let mut schema = b.call.schema.clone().unwrap_or_else(|| json!({}));
+    if !schema.is_object() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "call.schema must be a JSON object".to_string(),
+        );
+    }
+    schema["name"] = Value::from(b.call.name.clone());
+    let args = b.call.arguments.clone().unwrap_or_else(|| json!({}));
+    let policy = g.policy();
+    let mut verdict = None;
+    let mut judge = |turn: &mut crate::decision::Turn| {
+        verdict = Some(
+            policy
+                .check_call_schema(&request, &intent, turn, &schema, &args, None)
+                .map_err(|e| e.to_string()),
+        );
+    };
+    match &b.session {
+        Some(s) => {
+            let key = format!("{}|api:{s}", identity.principal());
+            if let Err(e) = g.store().with_session(&key, &mut |st| {
+                st.enter(b.query.as_deref());
+                judge(&mut st.turn);
+            }) {
+                return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+            }
+        }
+        None => judge(&mut crate::decision::Turn::new()),
+    }
+    match verdict {
+        Some(Ok(v)) => {
+            let mut j = v.to_json();
+            j["decision"] = Value::from(v.decision.as_str());
+            j["tool"] = Value::from(b.call.name.as_str());
+            Json(j).into_response()
+        }
+        Some(Err(e)) => error(StatusCode::BAD_REQUEST, e),
+        None => error(StatusCode::INTERNAL_SERVER_ERROR, "no verdict".to_string()),
+    }
+}

@@ -1,0 +1,366 @@
+//! The gateway's configuration file (TOML), read strictly: an unknown key, a server with both
+//! or neither of `command` and `url`, or a non-loopback `listen` without `[identity]` is an
+//! error naming the key.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::import::mcp::check_server_name;
+
+/// Largest configuration file read (1 MiB).
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// The whole configuration, paths resolved against the configuration file's folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GatewayConfig {
+    /// The policy file.
+    pub policy: PathBuf,
+    /// Where to serve Streamable HTTP (`/mcp`) and the decision API (`/v1/…`); `None`: one
+    /// client on stdio.
+    pub listen: Option<SocketAddr>,
+    /// The intent when a request carries no query (default: the policy's fallback intent).
+    pub intent: Option<String>,
+    /// The audit log (JSON lines, appended).
+    pub audit: Option<PathBuf>,
+    /// Record decisions but forward every call.
+    pub advisory: bool,
+    /// Connector allowlists by tier (`task`, `session`, `project`) for every session; a
+    /// token's connectors claim replaces the `session` tier.
+    pub connectors: BTreeMap<String, Vec<String>>,
+    /// Bounds of the HTTP side and of the sessions.
+    pub limits: Limits,
+    /// Who is asking, from a bearer JWT (HTTP only).
+    pub identity: Option<IdentityConfig>,
+    /// The upstream servers by name.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// Bounds of the HTTP side and of the sessions (the `[limits]` table).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Largest request body (`max_body_bytes`, default 4 MiB): a larger one gets HTTP 413.
+    pub max_body_bytes: usize,
+    /// Time a client has to send its request headers, and again its body
+    /// (`request_timeout_secs`, default 30): slower headers close the connection, a slower
+    /// body gets HTTP 408.
+    pub request_timeout: Duration,
+    /// Most sessions kept (`max_sessions`, default 10,000): past it, the least recently used
+    /// is forgotten, and new MCP sessions are refused with HTTP 503.
+    pub max_sessions: usize,
+    /// A session unused this long is forgotten (`session_idle_secs`, default 1,800).
+    pub session_idle: Duration,
+    /// Time an upstream has to answer one request (`upstream_timeout_secs`, default 60).
+    pub upstream_timeout: Duration,
+    /// Time the user has to answer a confirmation (`confirm_timeout_secs`, default 300); no
+    /// answer is a decline.
+    pub confirm_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_body_bytes: 4 * 1024 * 1024,
+            request_timeout: Duration::from_secs(30),
+            max_sessions: 10_000,
+            session_idle: Duration::from_secs(1800),
+            upstream_timeout: Duration::from_secs(60),
+            confirm_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The `[identity]` table: how bearer tokens are verified and read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdentityConfig {
+    /// The verification key.
+    pub key: KeySource,
+    /// The claim holding the roles (a string or an array of strings; default `roles`).
+    pub roles_claim: String,
+    /// The claim holding the permissions (default `permissions`).
+    pub permissions_claim: String,
+    /// The claim holding the tenant (a string; default `tenant`).
+    pub tenant_claim: String,
+    /// The claim holding the mode; absent: the policy's default mode.
+    pub mode_claim: Option<String>,
+    /// The claim holding the session's connector allowlist (default `connectors`).
+    pub connectors_claim: String,
+    /// The `iss` a token must carry, when set.
+    pub issuer: Option<String>,
+    /// The `aud` a token must carry, when set.
+    pub audience: Option<String>,
+}
+
+/// Where the token verification key is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeySource {
+    /// A shared secret for HS256 (the file's bytes, a trailing newline removed).
+    Hs256Secret(PathBuf),
+    /// An RSA public key in PEM for RS256.
+    Rs256PublicKey(PathBuf),
+}
+
+/// One upstream server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerConfig {
+    /// Started as a child process speaking MCP on its stdio: the program and its arguments.
+    Command(Vec<String>),
+    /// Reached over Streamable HTTP at this URL.
+    Url(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    policy: PathBuf,
+    listen: Option<String>,
+    intent: Option<String>,
+    audit: Option<PathBuf>,
+    #[serde(default)]
+    advisory: bool,
+    #[serde(default)]
+    connectors: BTreeMap<String, Vec<String>>,
+    limits: Option<RawLimits>,
+    identity: Option<RawIdentity>,
+    #[serde(default)]
+    servers: BTreeMap<String, RawServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLimits {
+    max_body_bytes: Option<usize>,
+    request_timeout_secs: Option<u64>,
+    max_sessions: Option<usize>,
+    session_idle_secs: Option<u64>,
+    upstream_timeout_secs: Option<u64>,
+    confirm_timeout_secs: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIdentity {
+    jwt_hs256_secret_file: Option<PathBuf>,
+    jwt_rs256_public_key_file: Option<PathBuf>,
+    roles_claim: Option<String>,
+    permissions_claim: Option<String>,
+    tenant_claim: Option<String>,
+    mode_claim: Option<String>,
+    connectors_claim: Option<String>,
+    issuer: Option<String>,
+    audience: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<Vec<String>>,
+    url: Option<String>,
+}
+
+impl GatewayConfig {
+    /// Reads and checks the configuration file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// A message naming the file and what is wrong: unreadable, not TOML, an unknown key, a
+    /// bad value (see [`GatewayConfig::parse`]).
+    pub fn from_file(path: &Path) -> Result<GatewayConfig, String> {
+        let bytes = crate::limits::read_file(path, MAX_CONFIG_BYTES)
+            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| format!("`{}` is not UTF-8", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        GatewayConfig::parse(&text, base).map_err(|e| format!("`{}`: {e}", path.display()))
+    }
+
+    /// Parses configuration `text`, resolving relative paths against `base`.
+    ///
+    /// # Errors
+    ///
+    /// A message for TOML that does not parse or has an unknown key, a server with both or
+    /// neither of `command` and `url` (or an empty `command`, or a name with `__`), an
+    /// `[identity]` with both or neither key file, a `listen` that is not `HOST:PORT`, a
+    /// non-loopback `listen` without `[identity]`, a zero limit.
+    pub fn parse(text: &str, base: &Path) -> Result<GatewayConfig, String> {
+        let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
+        let resolve = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+        let listen = match &raw.listen {
+            None => None,
+            Some(l) => Some(l.parse::<SocketAddr>().map_err(|e| {
+                format!("`listen = \"{l}\"` is not an address and port like 127.0.0.1:8931 ({e})")
+            })?),
+        };
+        let identity = match raw.identity {
+            None => None,
+            Some(i) => {
+                let key = match (i.jwt_hs256_secret_file, i.jwt_rs256_public_key_file) {
+                    (Some(s), None) => KeySource::Hs256Secret(resolve(s)),
+                    (None, Some(k)) => KeySource::Rs256PublicKey(resolve(k)),
+                    _ => {
+                        return Err("[identity] needs exactly one of `jwt_hs256_secret_file` and `jwt_rs256_public_key_file`".to_string())
+                    }
+                };
+                Some(IdentityConfig {
+                    key,
+                    roles_claim: i.roles_claim.unwrap_or_else(|| "roles".into()),
+                    permissions_claim: i.permissions_claim.unwrap_or_else(|| "permissions".into()),
+                    tenant_claim: i.tenant_claim.unwrap_or_else(|| "tenant".into()),
+                    mode_claim: i.mode_claim,
+                    connectors_claim: i.connectors_claim.unwrap_or_else(|| "connectors".into()),
+                    issuer: i.issuer,
+                    audience: i.audience,
+                })
+            }
+        };
+        if let Some(addr) = listen {
+            if identity.is_none() && !addr.ip().is_loopback() {
+                return Err(format!(
+                    "`listen = \"{addr}\"` is not a loopback address: without [identity] every request is anonymous, so the gateway only listens on 127.0.0.1 or ::1"
+                ));
+            }
+        }
+        let mut limits = Limits::default();
+        if let Some(l) = raw.limits {
+            let secs = |v: Option<u64>, key: &str, d: Duration| match v {
+                Some(0) => Err(format!("[limits] `{key}` must be at least 1")),
+                Some(s) => Ok(Duration::from_secs(s)),
+                None => Ok(d),
+            };
+            let count = |v: Option<usize>, key: &str, d: usize| match v {
+                Some(0) => Err(format!("[limits] `{key}` must be at least 1")),
+                Some(n) => Ok(n),
+                None => Ok(d),
+            };
+            limits = Limits {
+                max_body_bytes: count(l.max_body_bytes, "max_body_bytes", limits.max_body_bytes)?,
+                request_timeout: secs(
+                    l.request_timeout_secs,
+                    "request_timeout_secs",
+                    limits.request_timeout,
+                )?,
+                max_sessions: count(l.max_sessions, "max_sessions", limits.max_sessions)?,
+                session_idle: secs(
+                    l.session_idle_secs,
+                    "session_idle_secs",
+                    limits.session_idle,
+                )?,
+                upstream_timeout: secs(
+                    l.upstream_timeout_secs,
+                    "upstream_timeout_secs",
+                    limits.upstream_timeout,
+                )?,
+                confirm_timeout: secs(
+                    l.confirm_timeout_secs,
+                    "confirm_timeout_secs",
+                    limits.confirm_timeout,
+                )?,
+            };
+        }
+        let mut servers = BTreeMap::new();
+        for (name, s) in raw.servers {
+            check_server_name(&name).map_err(|e| format!("[servers.{name}]: {e}"))?;
+            let server = match (s.command, s.url) {
+                (Some(c), None) if !c.is_empty() => ServerConfig::Command(c),
+                (Some(_), None) => return Err(format!("[servers.{name}]: `command` is empty")),
+                (None, Some(u)) if u.starts_with("http://") || u.starts_with("https://") => {
+                    ServerConfig::Url(u)
+                }
+                (None, Some(u)) => {
+                    return Err(format!(
+                        "[servers.{name}]: `url = \"{u}\"` must start with http:// or https://"
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "[servers.{name}] needs exactly one of `command` (stdio) and `url` (Streamable HTTP)"
+                    ))
+                }
+            };
+            servers.insert(name, server);
+        }
+        if servers.is_empty() {
+            return Err("no upstream server: add a [servers.NAME] table".to_string());
+        }
+        Ok(GatewayConfig {
+            policy: resolve(raw.policy),
+            listen,
+            intent: raw.intent,
+            audit: raw.audit.map(resolve),
+            advisory: raw.advisory,
+            connectors: raw.connectors,
+            limits,
+            identity,
+            servers,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_example_parses_and_paths_resolve_against_the_file() {
+        let c = GatewayConfig::parse(
+            r#"
+policy = "gateway.warden"
+listen = "127.0.0.1:8931"
+[identity]
+jwt_hs256_secret_file = "jwt.secret"
+roles_claim = "roles"
+permissions_claim = "permissions"
+tenant_claim = "tenant"
+mode_claim = "mode"
+[servers.fs]
+command = ["mcp-server-filesystem", "/srv/data"]
+[servers.notes]
+url = "http://127.0.0.1:9100/mcp"
+"#,
+            Path::new("/etc/tw"),
+        )
+        .unwrap();
+        assert_eq!(c.policy, PathBuf::from("/etc/tw/gateway.warden"));
+        assert_eq!(c.listen, Some("127.0.0.1:8931".parse().unwrap()));
+        let id = c.identity.unwrap();
+        assert_eq!(id.key, KeySource::Hs256Secret("/etc/tw/jwt.secret".into()));
+        assert_eq!(id.mode_claim.as_deref(), Some("mode"));
+        assert_eq!(
+            c.servers["fs"],
+            ServerConfig::Command(vec!["mcp-server-filesystem".into(), "/srv/data".into()])
+        );
+        assert_eq!(
+            c.servers["notes"],
+            ServerConfig::Url("http://127.0.0.1:9100/mcp".into())
+        );
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_with_the_key_named() {
+        let err = |t: &str| GatewayConfig::parse(t, Path::new(".")).unwrap_err();
+        let fs = "\n[servers.fs]\ncommand = [\"x\"]\n";
+        assert!(err(&format!("policy = \"p\"\nlisten = \"0.0.0.0:1\"{fs}"))
+            .contains("is not a loopback address"));
+        assert!(err(&format!("policy = \"p\"\nlisten = \"nowhere\"{fs}"))
+            .contains("is not an address and port"));
+        assert!(err(&format!("policy = \"p\"\nlisen = \"127.0.0.1:1\"{fs}"))
+            .contains("unknown field `lisen`"));
+        assert!(
+            err("policy = \"p\"\n[servers.a]\ncommand = [\"x\"]\nurl = \"http://h\"\n")
+                .contains("needs exactly one of `command`")
+        );
+        assert!(err("policy = \"p\"\n[servers.a__b]\ncommand = [\"x\"]\n").contains("`__`"));
+        assert!(err("policy = \"p\"\n").contains("no upstream server"));
+        assert!(
+            err(&format!("policy = \"p\"\n[limits]\nmax_sessions = 0{fs}"))
+                .contains("`max_sessions` must be at least 1")
+        );
+        assert!(err(&format!(
+            "policy = \"p\"\n[identity]\nroles_claim = \"r\"{fs}"
+        ))
+        .contains("exactly one of `jwt_hs256_secret_file`"));
+    }
+}

@@ -1,0 +1,483 @@
+//! The gateway's judging, independent of the transport: the aggregated tool list of every
+//! upstream server (named `mcp__<server>__<tool>`), and each call judged in its session and
+//! turn, recorded, then forwarded or refused, with the user's confirmation asked through
+//! elicitation when the client can.
+
+use std::collections::{BTreeMap, HashSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use super::config::GatewayConfig;
+use super::identity::Identity;
+use super::session_store::{SessionStore, StoreError};
+use super::upstream::Upstream;
+use crate::audit::Clock;
+use crate::classify::Intent;
+use crate::mcp::judge::{CallJudgment, Judge, Refusal};
+use crate::mcp::message::INVALID_PARAMS;
+use crate::mcp::record::{args_digest, AuditSink, CallRecord, MillisClock};
+use crate::policy::Policy;
+
+/// The `_meta` key of `tools/list` and `tools/call` params carrying the user's query.
+pub const QUERY_META: &str = "toolwarden/query";
+/// The `_meta` key of `tools/list` and `tools/call` params naming the client's session.
+pub const SESSION_META: &str = "toolwarden/session";
+
+/// What the client sees for one `tools/call`: a result (`CallToolResult` JSON, possibly
+/// `isError`), or a JSON-RPC error (code, message, data).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallAnswer {
+    /// The `CallToolResult` as JSON.
+    Result(Value),
+    /// A JSON-RPC error.
+    Error {
+        /// The JSON-RPC code.
+        code: i64,
+        /// The message.
+        message: String,
+        /// The `data` member.
+        data: Option<Value>,
+    },
+}
+
+/// The user's answer to a confirmation request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserAnswer {
+    /// Accepted, with the boolean field set to true.
+    Confirmed,
+    /// Declined, cancelled, accepted with false, or no answer in time (with the reason).
+    Declined(String),
+}
+
+/// The gateway's shared state: the policy, the upstream servers, the sessions, the audit log.
+pub struct Gateway {
+    policy: Policy,
+    config: GatewayConfig,
+    upstreams: BTreeMap<String, Arc<Upstream>>,
+    store: Arc<dyn SessionStore>,
+    audit: Option<Mutex<Box<dyn AuditSink>>>,
+    told: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn log(message: &str) {
+    eprintln!("toolwarden gateway: {message}");
+}
+
+fn tool_error(text: &str, structured: Value) -> Value {
+    json!({
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": structured,
+        "isError": true,
+    })
+}
+
+impl Gateway {
+    /// A gateway for `config`, judging with `policy`, keeping sessions in `store`, recording
+    /// into `audit` when given.
+    ///
+    /// # Errors
+    ///
+    /// The evaluator's message when the configured intent or connectors do not fit the
+    /// policy; a message for advisory mode without an audit log.
+    pub fn new(
+        policy: Policy,
+        config: GatewayConfig,
+        store: Arc<dyn SessionStore>,
+        audit: Option<Box<dyn AuditSink>>,
+    ) -> Result<Gateway, String> {
+        if config.advisory && audit.is_none() {
+            return Err(
+                "`advisory = true` needs `audit`: advisory mode forwards every call and only the audit log says what would have been refused"
+                    .to_string(),
+            );
+        }
+        let upstreams = config
+            .servers
+            .iter()
+            .map(|(name, s)| {
+                (
+                    name.clone(),
+                    Arc::new(Upstream::new(
+                        name,
+                        s.clone(),
+                        config.limits.upstream_timeout,
+                    )),
+                )
+            })
+            .collect();
+        let g = Gateway {
+            policy,
+            config,
+            upstreams,
+            store,
+            audit: audit.map(Mutex::new),
+            told: Mutex::new(HashSet::new()),
+        };
+        // The configured request must fit the policy before any client comes.
+        g.judge(&Identity::anonymous(), g.intent(None), "x", false)
+            .map_err(|e| format!("the configuration does not fit the policy: {e}"))?;
+        Ok(g)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GatewayConfig {
+        &self.config
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// The intent of a request: the query's when one is given, else the configured intent,
+    /// else the policy's fallback intent.
+    pub fn intent(&self, query: Option<&str>) -> Intent {
+        match (query, &self.config.intent) {
+            (Some(q), _) => self.policy.classify(q),
+            (None, Some(i)) => Intent::named(i.clone()),
+            (None, None) => self.policy.fallback_intent(),
+        }
+    }
+
+    fn judge(
+        &self,
+        identity: &Identity,
+        intent: Intent,
+        server: &str,
+        elicitation: bool,
+    ) -> Result<Judge, String> {
+        let judge = Judge::new(
+            self.policy.clone(),
+            identity.request(&self.config.connectors),
+            intent,
+            Some(server.to_string()),
+            self.config.advisory,
+        )?;
+        Ok(if elicitation {
+            judge.without_confirm_field_declaration()
+        } else {
+            judge
+        })
+    }
+
+    /// Enters session `key` with `query` (a different query begins a new turn).
+    fn enter(&self, key: &str, query: Option<&str>) -> Result<(), StoreError> {
+        self.store.with_session(key, &mut |s| s.enter(query))
+    }
+
+    /// The tools `identity` may see, from every upstream server, named `mcp__<server>__<tool>`,
+    /// and the servers that are unavailable (`{"server", "reason"}` each). `elicitation`: the
+    /// client confirms through elicitation, so no confirmation field is declared.
+    pub async fn list(
+        &self,
+        identity: &Identity,
+        key: &str,
+        query: Option<&str>,
+        elicitation: bool,
+    ) -> (Vec<Value>, Vec<Value>) {
+        let mut tools = Vec::new();
+        let mut unavailable = Vec::new();
+        if let Err(e) = self.enter(key, query) {
+            log(&format!("tools/list: {e}; no tool is listed"));
+            unavailable.push(json!({"server": null, "reason": e.to_string()}));
+            return (tools, unavailable);
+        }
+        let intent = self.intent(query);
+        for (name, upstream) in &self.upstreams {
+            let listed = match upstream.tools().await {
+                Ok(t) => t,
+                Err(reason) => {
+                    unavailable.push(json!({"server": name, "reason": reason}));
+                    continue;
+                }
+            };
+            let judge = match self.judge(identity, intent.clone(), name, elicitation) {
+                Ok(j) => j,
+                Err(reason) => {
+                    log(&format!(
+                        "tools/list of `{name}`: {reason}; its tools are hidden"
+                    ));
+                    continue;
+                }
+            };
+            let judged = judge.judge_list(listed.as_ref().clone());
+            for t in &judged.tightened {
+                let line = t.log_line();
+                if self.told_once(&format!("{name}\0{}", t.tool)) {
+                    log(&format!("server `{name}`: {line}"));
+                }
+            }
+            for mut schema in judged.kept {
+                if let Some(n) = schema.get("name").and_then(Value::as_str) {
+                    schema["name"] = Value::from(format!("mcp__{name}__{n}"));
+                    tools.push(schema);
+                }
+            }
+        }
+        for u in &unavailable {
+            log(&format!(
+                "tools/list: server `{}` is unavailable ({}); its tools are not listed",
+                u["server"].as_str().unwrap_or("?"),
+                u["reason"].as_str().unwrap_or("?")
+            ));
+        }
+        (tools, unavailable)
+    }
+
+    fn told_once(&self, key: &str) -> bool {
+        self.told
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key.to_string())
+    }
+
+    fn record(&self, rec: &CallRecord) -> Result<(), String> {
+        let Some(audit) = &self.audit else {
+            return Ok(());
+        };
+        let line = rec.to_json(MillisClock.now(), self.config.advisory);
+        audit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .record(&line)
+            .map_err(|e| format!("the audit log could not be written ({e})"))
+    }
+
+    /// Judges the call of `name` (`mcp__<server>__<tool>`) with `arguments` in session `key`,
+    /// and forwards it when allowed. When the policy holds it for confirmation and `confirm`
+    /// is given (the client declared elicitation), `confirm` asks the user with the message it
+    /// is given, and the call runs only when the user accepted; the model's own confirmation
+    /// fields are removed from the arguments then, so only the user can confirm. Without
+    /// `confirm`, the digest-bound confirmation field of the policy applies.
+    pub async fn call<F, Fut>(
+        &self,
+        identity: &Identity,
+        key: &str,
+        query: Option<&str>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        confirm: Option<F>,
+    ) -> CallAnswer
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = UserAnswer>,
+    {
+        let unknown = |reason: &str| CallAnswer::Error {
+            code: INVALID_PARAMS,
+            message: format!("Unknown tool: {name}"),
+            data: Some(json!({"reason": reason, "blocked_by_policy": true})),
+        };
+        let Some((server, tool)) = name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"))
+        else {
+            return unknown("the gateway's tools are named mcp__<server>__<tool>");
+        };
+        let Some(upstream) = self.upstreams.get(server) else {
+            return unknown(&format!("no server `{server}` is configured"));
+        };
+        let mut args = arguments.unwrap_or_default();
+        let elicitation = confirm.is_some();
+        if elicitation {
+            for f in self.policy.confirm_fields() {
+                args.remove(f);
+            }
+        }
+        let args = Value::Object(args);
+        // The server's list is known before its first call is judged (annotations tighten).
+        let listed = match upstream.tools().await {
+            Ok(t) => t,
+            Err(reason) => {
+                let text = format!(
+                    "toolwarden: server `{server}` is unavailable ({reason}); `{name}` was not run"
+                );
+                let rec = CallRecord {
+                    tool: tool.to_string(),
+                    policy_tool: name.to_string(),
+                    args_sha256: args_digest(&args),
+                    decision: "deny",
+                    stage: Some("error".to_string()),
+                    rule: None,
+                    reason: text.clone(),
+                    forwarded: false,
+                };
+                let _ = self.record(&rec);
+                log(&text);
+                return CallAnswer::Result(tool_error(
+                    &text,
+                    json!({"ok": false, "decision": "deny", "tool": name, "error": text,
+                           "metadata": {"blocked_by_policy": true, "stage": "error"}}),
+                ));
+            }
+        };
+        let schema = listed
+            .iter()
+            .find(|s| s.get("name").and_then(Value::as_str) == Some(tool));
+        let judge = match self.judge(identity, self.intent(query), server, elicitation) {
+            Ok(j) => j,
+            Err(e) => {
+                let r = Refusal::error(&format!(
+                    "toolwarden could not evaluate the policy for `{name}` ({e}); the call is refused"
+                ));
+                return self.refused(&r, name);
+            }
+        };
+        let mut judged = match self.judge_call(&judge, name, key, query, schema, tool, &args) {
+            Ok(j) => j,
+            Err(answer) => return answer,
+        };
+        if judged.record.decision == "confirm" && !self.config.advisory {
+            if let Some(confirm) = confirm {
+                let message = format!(
+                    "Allow `{name}` with arguments {}? {}",
+                    args, judged.record.reason
+                );
+                match confirm(message).await {
+                    UserAnswer::Confirmed => {
+                        let mut confirmed = args.as_object().cloned().unwrap_or_default();
+                        if let Some(f) = self.policy.confirm_fields().next() {
+                            confirmed.insert(f.to_string(), Value::Bool(true));
+                        }
+                        judged = match self.judge_call(
+                            &judge,
+                            name,
+                            key,
+                            query,
+                            schema,
+                            tool,
+                            &Value::Object(confirmed),
+                        ) {
+                            Ok(j) => j,
+                            Err(answer) => return answer,
+                        };
+                    }
+                    UserAnswer::Declined(why) => {
+                        let text = format!(
+                            "toolwarden did not run `{name}`: the user declined it ({why})"
+                        );
+                        let rec = CallRecord {
+                            decision: "deny",
+                            stage: Some("confirmation".to_string()),
+                            reason: text.clone(),
+                            forwarded: false,
+                            ..judged.record.clone()
+                        };
+                        if let Err(e) = self.record(&rec) {
+                            log(&e);
+                        }
+                        return CallAnswer::Result(tool_error(
+                            &text,
+                            json!({"ok": false, "decision": "deny", "tool": name,
+                                   "reason": text,
+                                   "metadata": {"blocked_by_policy": true, "stage": "confirmation"}}),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.record(&judged.record) {
+            let r = Refusal::error(&format!("{e}; `{name}` is refused"));
+            log(&format!("{e}; `{name}` is refused"));
+            return self.refused(&r, name);
+        }
+        match judged.forward {
+            Ok(exec) => {
+                let sent = match exec {
+                    Some(exec) => exec,
+                    None => args.as_object().cloned().unwrap_or_default(),
+                };
+                match upstream.call(tool, sent).await {
+                    Ok(result) => CallAnswer::Result(result),
+                    Err(reason) => {
+                        let text = format!("toolwarden: server `{server}`: {reason}");
+                        log(&format!("`{name}`: {text}"));
+                        CallAnswer::Result(tool_error(
+                            &text,
+                            json!({"ok": false, "tool": name, "error": text,
+                                   "metadata": {"stage": "upstream"}}),
+                        ))
+                    }
+                }
+            }
+            Err(r) => {
+                log(&format!("refused `{name}`: {}", r.text()));
+                self.refused(&r, name)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn judge_call(
+        &self,
+        judge: &Judge,
+        name: &str,
+        key: &str,
+        query: Option<&str>,
+        schema: Option<&Value>,
+        tool: &str,
+        args: &Value,
+    ) -> Result<CallJudgment, CallAnswer> {
+        let mut out = None;
+        let stored = self.store.with_session(key, &mut |s| {
+            s.enter(query);
+            // Each request is answered before the client sends the next one that may confirm
+            // it: the holds of earlier requests may be confirmed, the ones of this request not.
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+            s.pending.set_now(now_ms);
+            s.pending.arm_through(s.pending.latest());
+            out = Some(judge.judge_call_in_turn(&mut s.pending, &mut s.turn, schema, tool, args));
+        });
+        match (stored, out) {
+            (Ok(()), Some(j)) => Ok(j),
+            (Err(e), _) => {
+                let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
+                log(&text);
+                Err(self.refused(&Refusal::error(&text), name))
+            }
+            (Ok(()), None) => {
+                let text = format!("toolwarden cannot judge `{name}`; the call is refused");
+                Err(self.refused(&Refusal::error(&text), name))
+            }
+        }
+    }
+
+    fn refused(&self, r: &Refusal, name: &str) -> CallAnswer {
+        match r {
+            Refusal::UnknownTool { reason, .. } => CallAnswer::Error {
+                code: INVALID_PARAMS,
+                message: format!("Unknown tool: {name}"),
+                data: Some(json!({"reason": reason, "blocked_by_policy": true})),
+            },
+            Refusal::ToolError { text, structured } => {
+                // The judge names the server's tool; the client knows it by the gateway's name.
+                let text = match name.rsplit_once("__") {
+                    Some((_, tool)) => text.replace(&format!("`{tool}`"), &format!("`{name}`")),
+                    None => text.clone(),
+                };
+                let text = &text;
+                let mut s = structured.clone();
+                if s.is_object() {
+                    s["tool"] = Value::from(name);
+                }
+                CallAnswer::Result(tool_error(text, s))
+            }
+        }
+    }
+}

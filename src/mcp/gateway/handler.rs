@@ -1,0 +1,239 @@
+//! The gateway as an MCP server (an rmcp [`ServerHandler`]): `tools/list` is the aggregated,
+//! judged list, paginated; `tools/call` is judged by [`Gateway::call`], with the user asked
+//! through `elicitation/create` when the client declared elicitation. Nothing else is served
+//! (resources and prompts are not forwarded), so nothing reaches an upstream unjudged.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
+    ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::RoleServer;
+use serde_json::{json, Value};
+
+use super::core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
+use super::identity::Identity;
+
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 100;
+
+/// The rmcp server handler; one per MCP session (cheap clone of the shared [`Gateway`]).
+#[derive(Clone, Debug)]
+pub struct GatewayHandler {
+    gateway: Arc<Gateway>,
+    /// The identity of the one stdio client (the command line's); `None` over HTTP, where
+    /// each request carries its own.
+    stdio_identity: Option<Identity>,
+}
+
+fn internal(message: &str) -> ErrorData {
+    ErrorData::new(ErrorCode::INTERNAL_ERROR, message.to_string(), None)
+}
+
+impl GatewayHandler {
+    /// A handler for HTTP sessions: each request's identity comes from the HTTP layer.
+    pub fn http(gateway: Arc<Gateway>) -> GatewayHandler {
+        GatewayHandler {
+            gateway,
+            stdio_identity: None,
+        }
+    }
+
+    /// A handler for the one stdio client, who is `identity`.
+    pub fn stdio(gateway: Arc<Gateway>, identity: Identity) -> GatewayHandler {
+        GatewayHandler {
+            gateway,
+            stdio_identity: Some(identity),
+        }
+    }
+
+    /// The identity and the session key of a request. Over HTTP the identity is the one the
+    /// HTTP layer verified (a request without one is refused: fail closed); the key is the
+    /// principal joined with the client's `_meta["toolwarden/session"]`, else the
+    /// `Mcp-Session-Id` header, else nothing (one session per principal).
+    fn who(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        meta: &Value,
+    ) -> Result<(Identity, String), ErrorData> {
+        let named = meta.get(SESSION_META).and_then(Value::as_str);
+        if let Some(parts) = ctx.extensions.get::<http::request::Parts>() {
+            let identity = parts
+                .extensions
+                .get::<Identity>()
+                .cloned()
+                .ok_or_else(|| internal("the request has no verified identity"))?;
+            let header = parts
+                .headers
+                .get("mcp-session-id")
+                .and_then(|h| h.to_str().ok());
+            let key = match (named, header) {
+                (Some(n), _) => format!("{}|s:{n}", identity.principal()),
+                (None, Some(h)) => format!("{}|h:{h}", identity.principal()),
+                (None, None) => format!("{}|-", identity.principal()),
+            };
+            return Ok((identity, key));
+        }
+        match &self.stdio_identity {
+            Some(i) => Ok((
+                i.clone(),
+                format!(
+                    "stdio|{}",
+                    named.map(|n| format!("s:{n}")).unwrap_or_default()
+                ),
+            )),
+            None => Err(internal("the request has no verified identity")),
+        }
+    }
+}
+
+/// The params' `_meta` and the context's, merged (params first).
+fn meta_of(params_meta: Option<Value>, ctx: &RequestContext<RoleServer>) -> Value {
+    let mut out = serde_json::to_value(&ctx.meta).unwrap_or(Value::Null);
+    if !out.is_object() {
+        out = json!({});
+    }
+    if let Some(Value::Object(p)) = params_meta {
+        for (k, v) in p {
+            out[k] = v;
+        }
+    }
+    out
+}
+
+fn elicits(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.peer
+        .supported_elicitation_modes()
+        .contains(&ElicitationMode::Form)
+}
+
+impl ServerHandler for GatewayHandler {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                "toolwarden-gateway",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "toolwarden gateway: the tools of several MCP servers as mcp__<server>__<tool>, each call judged by a policy",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let params_meta = request
+            .as_ref()
+            .and_then(|r| r.meta.as_ref())
+            .and_then(|m| serde_json::to_value(m).ok());
+        let meta = meta_of(params_meta, &context);
+        let (identity, key) = self.who(&context, &meta)?;
+        let query = meta.get(QUERY_META).and_then(Value::as_str);
+        let start = match request.as_ref().and_then(|r| r.cursor.as_deref()) {
+            None => 0,
+            Some(c) => c.parse::<usize>().map_err(|_| {
+                ErrorData::invalid_params(format!("Invalid params: unknown cursor `{c}`"), None)
+            })?,
+        };
+        let (tools, unavailable) = self
+            .gateway
+            .list(&identity, &key, query, elicits(&context))
+            .await;
+        let end = (start + PAGE_SIZE).min(tools.len());
+        let page: Vec<Value> = tools
+            .get(start..end)
+            .map(<[Value]>::to_vec)
+            .unwrap_or_default();
+        let mut result = json!({"tools": page});
+        if end < tools.len() {
+            result["nextCursor"] = Value::from(end.to_string());
+        }
+        if !unavailable.is_empty() {
+            result["_meta"] = json!({"toolwarden/unavailable": unavailable});
+        }
+        serde_json::from_value(result)
+            .map_err(|e| internal(&format!("cannot build the tools/list result: {e}")))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let params_meta = request
+            .meta
+            .as_ref()
+            .and_then(|m| serde_json::to_value(m).ok());
+        let meta = meta_of(params_meta, &context);
+        let (identity, key) = self.who(&context, &meta)?;
+        let query = meta.get(QUERY_META).and_then(Value::as_str);
+        let timeout = self.gateway.config().limits.confirm_timeout;
+        let confirm = elicits(&context).then(|| {
+            let peer = context.peer.clone();
+            move |message: String| async move {
+                let params: ElicitRequestParams = match serde_json::from_value(json!({
+                    "mode": "form",
+                    "message": message,
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"confirm": {
+                            "type": "boolean",
+                            "title": "Run this tool call",
+                            "description": "true runs the call; false or no answer refuses it",
+                        }},
+                        "required": ["confirm"],
+                    },
+                })) {
+                    Ok(p) => p,
+                    Err(e) => return UserAnswer::Declined(format!("no confirmation asked: {e}")),
+                };
+                match tokio::time::timeout(timeout, peer.create_elicitation(params)).await {
+                    Err(_) => UserAnswer::Declined("no answer in time".to_string()),
+                    Ok(Err(e)) => UserAnswer::Declined(format!("the confirmation failed: {e}")),
+                    Ok(Ok(r)) => match r.action {
+                        ElicitationAction::Accept => {
+                            if r.content.as_ref().and_then(|c| c.get("confirm"))
+                                == Some(&Value::Bool(true))
+                            {
+                                UserAnswer::Confirmed
+                            } else {
+                                UserAnswer::Declined("accepted without confirm: true".to_string())
+                            }
+                        }
+                        ElicitationAction::Decline => UserAnswer::Declined("declined".to_string()),
+                        _ => UserAnswer::Declined("cancelled".to_string()),
+                    },
+                }
+            }
+        });
+        let answer = self
+            .gateway
+            .call(
+                &identity,
+                &key,
+                query,
+                &request.name,
+                request.arguments.clone(),
+                confirm,
+            )
+            .await;
+        match answer {
+            CallAnswer::Result(v) => serde_json::from_value::<CallToolResult>(v)
+                .map(CallToolResponse::from)
+                .map_err(|e| {
+                    internal(&format!("the server's result is not a CallToolResult: {e}"))
+                }),
+            CallAnswer::Error {
+                code,
+                message,
+                data,
+            } => Err(ErrorData::new(ErrorCode(code as i32), message, data)),
+        }
+    }
+}

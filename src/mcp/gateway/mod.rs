@@ -1,0 +1,139 @@
+//! `toolwarden gateway`: one MCP server in front of several upstream servers (stdio child
+//! processes and Streamable HTTP), judging every `tools/call` with [`crate::mcp::Judge`]. See
+//! docs/gateway.md.
+//!
+//! - [`config`]: the TOML configuration.
+//! - [`identity`]: bearer JWTs to roles, permissions, tenant, mode, connectors.
+//! - [`session_store`]: per-session state (pending calls, turn) behind [`SessionStore`].
+//! - [`upstream`]: one upstream server through the rmcp client.
+//! - [`core`]: the aggregated listing and the judged call, transport-free.
+//! - [`handler`]: the rmcp server handler over [`core`].
+//! - [`http`]: Streamable HTTP at `/mcp` and the decision API ([`api`]) behind the strict,
+//!   authenticating guard layer.
+//! - [`stdio`]: one client on stdio, each line parsed strictly before rmcp reads it.
+
+pub mod api;
+pub mod config;
+pub mod core;
+pub mod handler;
+pub mod http;
+pub mod identity;
+pub mod session_store;
+pub mod stdio;
+pub mod upstream;
+
+use std::sync::Arc;
+
+pub use config::{GatewayConfig, IdentityConfig, KeySource, Limits, ServerConfig};
+pub use core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
+pub use identity::{Identity, Verifier};
+pub use session_store::{MemoryStore, SessionState, SessionStore, StoreError};
+
+use crate::mcp::record::AuditSink;
+use crate::policy::Policy;
+
+/// Builds the gateway of `config` with `policy` (sessions in memory) and serves it: over
+/// HTTP when `config.listen` is set, else to one client on stdio who is `stdio_identity`.
+/// Returns when the server stops (stdin closed; on HTTP, Ctrl-C).
+///
+/// # Errors
+///
+/// A message when the audit log cannot be opened, the configuration does not fit the
+/// policy, the address cannot be bound, or `[identity]` is given for stdio.
+pub fn serve(
+    policy: Policy,
+    config: GatewayConfig,
+    stdio_identity: Identity,
+) -> Result<(), String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let audit: Option<Box<dyn AuditSink>> = match &config.audit {
+        Some(path) => Some(Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open audit file `{}`: {e}", path.display()))?,
+        )),
+        None => None,
+    };
+    if config.listen.is_none() && config.identity.is_some() {
+        return Err(
+            "[identity] applies to HTTP only: on stdio, give the identity with --role, --permission, --tenant, --mode"
+                .to_string(),
+        );
+    }
+    let store = Arc::new(MemoryStore::new(
+        config.limits.max_sessions,
+        config.limits.session_idle,
+    ));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let listen = config.listen;
+        let gateway = Arc::new(Gateway::new(policy, config, store.clone(), audit)?);
+        // Idle sessions are forgotten even when no request comes.
+        {
+            let store = store.clone();
+            let every = (gateway.config().limits.session_idle / 4)
+                .max(std::time::Duration::from_millis(100));
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    store.sweep();
+                }
+            });
+        }
+        let limits_timeout = gateway.config().limits.request_timeout;
+        match listen {
+            Some(addr) => {
+                let app = http::app(gateway)?;
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let local = listener.local_addr().map_err(|e| e.to_string())?;
+                eprintln!("toolwarden gateway: listening on http://{local}/mcp");
+                serve_http(listener, app, limits_timeout).await
+            }
+            None => stdio::serve(gateway, stdio_identity).await,
+        }
+    })
+}
+
+/// Serves `app` on `listener` until Ctrl-C, each connection with a time limit on reading a
+/// request's headers (`header_timeout`, a slow client is disconnected), HTTP/1.1 and HTTP/2.
+async fn serve_http(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_timeout: std::time::Duration,
+) -> Result<(), String> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::service::TowerToHyperService;
+    let stop = tokio::signal::ctrl_c();
+    tokio::pin!(stop);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    eprintln!("toolwarden gateway: cannot accept a connection: {e}");
+                    continue;
+                }
+            },
+            _ = &mut stop => return Ok(()),
+        };
+        let service = TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            let mut builder = Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let _ = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,526 @@
+//! `toolwarden gateway` over Streamable HTTP, hermetic: two fake upstream servers on stdio
+//! (tests/fixtures/gateway/upstream.py, Python stdlib), a hand-written HTTP client on
+//! loopback. Aggregation, judging, identity, sessions and turns, bad input, the decision API.
+#![cfg(feature = "gateway")]
+
+mod gateway_support;
+
+use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gateway_support::*;
+use jsonwebtoken::{encode, EncodingKey, Header};
+use serde_json::{json, Value};
+
+const SECRET: &str = "a test secret of the gateway";
+
+fn token(secret: &str, claims: Value) -> String {
+    encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+fn in_an_hour() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600
+}
+
+fn with_identity(dir: &std::path::Path) -> String {
+    std::fs::write(dir.join("jwt.secret"), format!("{SECRET}\n")).unwrap();
+    config(
+        dir,
+        &format!(
+            "[identity]\njwt_hs256_secret_file = {:?}\n",
+            dir.join("jwt.secret").display().to_string()
+        ),
+    )
+}
+
+#[test]
+fn the_tools_of_both_servers_are_listed_by_server_and_every_call_is_judged() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    // Each server's two pages were read; delete and role-gated tools are hidden.
+    assert_eq!(
+        s.tool_names(None),
+        [
+            "mcp__a__get_doc",
+            "mcp__a__touch",
+            "mcp__a__save_doc",
+            "mcp__a__calls",
+            "mcp__a__crash",
+            "mcp__a__grow",
+            "mcp__b__get_doc",
+            "mcp__b__touch",
+            "mcp__b__calls",
+        ]
+    );
+    let r = s.call("mcp__a__touch", json!({"x": 1}));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "touch", "arguments": {"x": 1}})
+    );
+    let r = s.call("mcp__a__erase_all", json!({}));
+    assert_eq!(r["result"]["isError"], true);
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "mode"
+    );
+    // A hidden tool called by name is refused at its stage.
+    let r = s.call("mcp__a__hidden", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "role"
+    );
+    let r = s.call("mcp__a__mystery", json!({}));
+    assert_eq!(r["error"]["code"], -32602);
+    assert_eq!(r["error"]["message"], "Unknown tool: mcp__a__mystery");
+    let r = s.call("mcp__zz__touch", json!({}));
+    assert_eq!(r["error"]["message"], "Unknown tool: mcp__zz__touch");
+    let r = s.call("mcp__b__calls", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["calls"], json!(["calls"]));
+    assert_eq!(calls_received(g.dir.path()), ["touch"]);
+    // Each decision is in the audit log, before the call was forwarded.
+    let audit = std::fs::read_to_string(g.dir.path().join("audit.jsonl")).unwrap();
+    let decisions: Vec<(String, String, bool)> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["policy_tool"].as_str().unwrap().to_string(),
+                v["decision"].as_str().unwrap().to_string(),
+                v["forwarded"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("mcp__a__touch".into(), "allow".into(), true),
+            ("mcp__a__erase_all".into(), "deny".into(), false),
+            ("mcp__a__hidden".into(), "deny".into(), false),
+            ("mcp__a__mystery".into(), "deny".into(), false),
+            ("mcp__b__calls".into(), "allow".into(), true),
+        ]
+    );
+}
+
+#[test]
+fn a_confirmation_counts_only_against_the_held_call_and_is_not_forwarded() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    // A model that confirms a call nobody held gets it held, not run.
+    let r = s.call("mcp__a__save_doc", json!({"title": "t", "confirmed": true}));
+    assert_eq!(r["result"]["structuredContent"]["decision"], "confirm");
+    // The text names the tool as the client knows it.
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("toolwarden holds `mcp__a__save_doc` until"),
+        "{text}"
+    );
+    assert!(
+        text.contains("call `mcp__a__save_doc` again with the same arguments"),
+        "{text}"
+    );
+    let r = s.call("mcp__a__save_doc", json!({"title": "t", "confirmed": true}));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "save_doc", "arguments": {"title": "t"}})
+    );
+    assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
+}
+
+#[test]
+fn a_turn_ends_when_the_query_changes_and_without_queries_the_session_is_one_turn() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    for _ in 0..2 {
+        let r = s.call_in("mcp__a__touch", json!({}), "save the doc");
+        assert_eq!(r["result"]["isError"], Value::Null, "{r}");
+    }
+    let r = s.call_in("mcp__b__touch", json!({}), "save the doc");
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "turn_limit"
+    );
+    let r = s.call("mcp__b__touch", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "turn_limit"
+    );
+    let r = s.call_in("mcp__b__touch", json!({}), "save the other doc");
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    // Another session has turns of its own.
+    let mut t = Session::open(g.port, None).unwrap();
+    let r = t.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    // A read query's intent hides and refuses writes.
+    let r = t.call_in("mcp__a__touch", json!({}), "show me the doc");
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "intent"
+    );
+}
+
+#[test]
+fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
+    let g = start(with_identity);
+    let admin = token(
+        SECRET,
+        json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour()}),
+    );
+    let mut s = Session::open(g.port, Some(&admin)).unwrap();
+    assert!(s.tool_names(None).contains(&"mcp__a__hidden".to_string()));
+    let r = s.call("mcp__a__hidden", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "hidden", "{r}");
+    let editor = token(
+        SECRET,
+        json!({"sub": "bob", "roles": "editor", "exp": in_an_hour()}),
+    );
+    let mut e = Session::open(g.port, Some(&editor)).unwrap();
+    assert!(!e.tool_names(None).contains(&"mcp__a__hidden".to_string()));
+    let r = e.call("mcp__a__hidden", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "role"
+    );
+    // The session is bound to its principal: another's token in it is its own session.
+    let mut stolen = Session {
+        token: Some(editor.clone()),
+        ..Session::open(g.port, Some(&admin)).unwrap()
+    };
+    let r = stolen.call("mcp__a__hidden", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "role"
+    );
+    // The token's connector allowlist is the session tier: only `b` is reachable.
+    let only_b = token(
+        SECRET,
+        json!({"sub": "cy", "connectors": ["b"], "exp": in_an_hour()}),
+    );
+    let mut c = Session::open(g.port, Some(&only_b)).unwrap();
+    assert_eq!(
+        c.tool_names(None),
+        ["mcp__b__get_doc", "mcp__b__touch", "mcp__b__calls"]
+    );
+    let r = c.call("mcp__a__get_doc", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "connector"
+    );
+    let forged = token(
+        "another secret",
+        json!({"sub": "eve", "roles": ["admin"], "exp": in_an_hour()}),
+    );
+    let expired = token(
+        SECRET,
+        json!({"sub": "ann", "roles": ["admin"], "exp": 1_000_000_000}),
+    );
+    for bad in [
+        None,
+        Some(forged.as_str()),
+        Some(expired.as_str()),
+        Some("not.a.token"),
+    ] {
+        let r = Session::open(g.port, bad).err().expect("refused");
+        assert_eq!(r.status, 401, "{r:?}");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert!(r.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("unauthorized: "));
+        // A call inside a valid session with a bad token is refused too, never forwarded.
+        let mut h = s.headers();
+        h.retain(|x| !x.starts_with("Authorization"));
+        if let Some(b) = bad {
+            h.push(format!("Authorization: Bearer {b}"));
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                          "params": {"name": "mcp__a__touch", "arguments": {}}});
+        assert_eq!(
+            post(g.port, "/mcp", &h, call.to_string().as_bytes()).status,
+            401
+        );
+    }
+    assert_eq!(calls_received(g.dir.path()), ["hidden"]);
+    let api = post(g.port, "/v1/classify", &[], br#"{"query":"save it"}"#);
+    assert_eq!(api.status, 401);
+}
+
+#[test]
+fn bad_input_over_http_is_refused_and_nothing_unjudged_reaches_a_server() {
+    let g = start(|d| {
+        config(
+            d,
+            "[limits]\nmax_body_bytes = 2048\nrequest_timeout_secs = 1\n",
+        )
+    });
+    let s = Session::open(g.port, None).unwrap();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"mcp__a__touch","arguments":{{"x":"{}"}}}}}}"#,
+        "y".repeat(4096)
+    );
+    assert_eq!(s.send_raw(big.as_bytes()).status, 413);
+    let r = s.send_raw(b"{\"jsonrpc\":\"2.0\",");
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    for refused in [
+        // A duplicated key anywhere: the policy and the server could read different messages.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__a__save_doc","arguments":{"confirmed":false,"confirmed":true}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"mcp__a__erase_all"}}"#,
+        // No id, a null id, a batch.
+        r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}]"#,
+    ] {
+        let r = s.send_raw(refused.as_bytes());
+        assert_eq!(r.status, 400, "{refused}: {r:?}");
+        assert_eq!(r.json()["error"]["code"], -32600, "{refused}");
+    }
+    // A slow client: headers, then part of the body, then nothing.
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    write!(
+        slow,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 100\r\n\r\n{{\"jsonrpc\""
+    )
+    .unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(read_response(&mut slow).status, 408);
+    // The gateway still serves, and no call reached upstream `a`.
+    let mut s = s;
+    assert_eq!(s.tool_names(None).len(), 9);
+    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_thousand_abandoned_sessions_stay_bounded_and_expire() {
+    let g = start(|d| config(d, "[limits]\nmax_sessions = 50\nsession_idle_secs = 2\n"));
+    let mut opened = 0;
+    let mut refused = 0;
+    for _ in 0..1000 {
+        match Session::open(g.port, None) {
+            Ok(_) => opened += 1,
+            Err(r) => {
+                assert_eq!(r.status, 503, "{r:?}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(
+        opened >= 50 && refused > 0,
+        "{opened} opened, {refused} refused"
+    );
+    // Idle sessions expire: new ones are served again.
+    std::thread::sleep(Duration::from_millis(4500));
+    let mut s = Session::open(g.port, None).unwrap();
+    assert_eq!(s.tool_names(None).len(), 9);
+}
+
+#[test]
+fn an_upstream_that_dies_is_reported_the_others_keep_working_and_it_is_reconnected() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    assert_eq!(s.tool_names(None).len(), 9);
+    let r = s.call("mcp__a__crash", json!({}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = s.call("mcp__b__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["server"], "b", "{r}");
+    // `a` is started again on its next use.
+    let r = s.call("mcp__a__get_doc", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["server"], "a", "{r}");
+    assert_eq!(calls_received(g.dir.path()), ["crash", "get_doc"]);
+}
+
+#[test]
+fn a_server_that_says_its_list_changed_is_listed_again() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    assert!(!s.tool_names(None).contains(&"mcp__a__get_late".to_string()));
+    let r = s.call("mcp__a__grow", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "grow", "{r}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(s.tool_names(None).contains(&"mcp__a__get_late".to_string()));
+    let r = s.call("mcp__a__get_late", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "get_late", "{r}");
+}
+
+#[test]
+fn the_decision_api_answers_the_library_json_and_errors_as_json() {
+    let g = start(|d| config(d, ""));
+    let r = post(g.port, "/v1/classify", &[], br#"{"query":"save the doc"}"#);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["name"], "write");
+    let r = post(
+        g.port,
+        "/v1/offer",
+        &[],
+        br#"{"intent":"write","tools":[{"name":"mcp__a__touch"},{"name":"mcp__a__erase_all"}]}"#,
+    );
+    assert_eq!(r.json()["tools"], json!([{"name": "mcp__a__touch"}]));
+    let call =
+        br#"{"query":"save it","call":{"name":"mcp__a__touch","arguments":{}},"session":"s1"}"#;
+    for expected in ["allow", "allow", "deny"] {
+        let r = post(g.port, "/v1/check_call", &[], call);
+        assert_eq!(r.json()["decision"], expected, "{r:?}");
+    }
+    let r = post(
+        g.port,
+        "/v1/check_call",
+        &[],
+        br#"{"call":{"name":"mcp__a__erase_all"}}"#,
+    );
+    assert_eq!(r.json()["metadata"]["stage"], "mode");
+    let r = post(
+        g.port,
+        "/v1/offer",
+        &[],
+        br#"{"tools":[{"name":"x","annotations":{"readOnlyHint":"yes"}}]}"#,
+    );
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["error"].as_str().unwrap().contains("schema [0]"),
+        "{r:?}"
+    );
+    let r = post(g.port, "/v1/classify", &[], br#"{"query":"a","query":"b"}"#);
+    assert_eq!(r.json()["error"]["code"], -32600);
+    let r = post(g.port, "/v1/classify", &[], br#"{"text":"a"}"#);
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown field `text`"));
+}
+
+#[test]
+fn with_elicitation_the_user_confirms_and_the_model_cannot() {
+    let g = start(|d| config(d, ""));
+    let mut s = open_eliciting(g.port);
+    // No confirmation field is offered to the model of an eliciting client.
+    let r = s.request("tools/list", json!({}));
+    let save = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__a__save_doc")
+        .unwrap()
+        .clone();
+    assert_eq!(save["inputSchema"], json!({"type": "object"}));
+    // Accepted with true: forwarded without the confirmation field (the model's own
+    // `confirmed` removed too).
+    let (asked, r) = call_answering(
+        &s,
+        "mcp__a__save_doc",
+        json!({"title": "yes", "confirmed": true}),
+        json!({"action": "accept", "content": {"confirm": true}}),
+    );
+    let asked = asked.expect("the user was asked");
+    assert!(
+        asked["message"]
+            .as_str()
+            .unwrap()
+            .starts_with(r#"Allow `mcp__a__save_doc` with arguments {"title":"yes"}?"#),
+        "{asked}"
+    );
+    assert_eq!(asked["requestedSchema"]["required"], json!(["confirm"]));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "save_doc", "arguments": {"title": "yes"}})
+    );
+    // Declined, cancelled, or accepted without true: not run.
+    for answer in [
+        json!({"action": "decline"}),
+        json!({"action": "cancel"}),
+        json!({"action": "accept", "content": {"confirm": false}}),
+    ] {
+        let (asked, r) = call_answering(
+            &s,
+            "mcp__a__save_doc",
+            json!({"title": "no", "confirmed": true}),
+            answer.clone(),
+        );
+        assert!(asked.is_some());
+        assert_eq!(r["result"]["isError"], true, "{answer}: {r}");
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("toolwarden did not run `mcp__a__save_doc`: the user declined it"),
+            "{text}"
+        );
+    }
+    assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
+}
+
+#[test]
+fn rs256_tokens_verify_with_the_public_key_and_an_hs256_token_keyed_with_it_does_not() {
+    // tests/fixtures/gateway/test_rs256_*.pem: a key pair made for this test only.
+    let public = fixture("test_rs256_public.pem");
+    let g = start(|d| {
+        config(
+            d,
+            &format!(
+                "[identity]\njwt_rs256_public_key_file = {:?}\n",
+                public.display().to_string()
+            ),
+        )
+    });
+    let private = std::fs::read(fixture("test_rs256_private.pem")).unwrap();
+    let claims = json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour()});
+    let good = encode(
+        &Header::new(jsonwebtoken::Algorithm::RS256),
+        &claims,
+        &EncodingKey::from_rsa_pem(&private).unwrap(),
+    )
+    .unwrap();
+    let mut s = Session::open(g.port, Some(&good)).unwrap();
+    assert!(s.tool_names(None).contains(&"mcp__a__hidden".to_string()));
+    // The algorithm-confusion attack: HS256 with the public key's text as the secret.
+    let confused = encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(&std::fs::read(&public).unwrap()),
+    )
+    .unwrap();
+    assert_eq!(
+        Session::open(g.port, Some(&confused)).err().unwrap().status,
+        401
+    );
+}
+
+#[test]
+fn the_configured_connector_allowlist_applies_to_every_session() {
+    let g = start(|d| config(d, "[connectors]\nsession = [\"a\"]\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    let names = s.tool_names(None);
+    assert!(names.iter().all(|n| n.starts_with("mcp__a__")), "{names:?}");
+    assert_eq!(names.len(), 6);
+    let r = s.call("mcp__b__get_doc", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "connector"
+    );
+}
+
+#[test]
+fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    let g = start(|d| config(d, "[limits]\nrequest_timeout_secs = 1\n"));
+    let mut slow = std::net::TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    write!(slow, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = Vec::new();
+    // The gateway closes the connection (an error from the read would be the 10 s timeout).
+    let read = std::io::Read::read_to_end(&mut slow, &mut buf);
+    assert!(read.is_ok(), "{read:?}");
+    // And it still serves others.
+    let mut s = Session::open(g.port, None).unwrap();
+    assert_eq!(s.tool_names(None).len(), 9);
+}
