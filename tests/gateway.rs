@@ -115,8 +115,16 @@ fn the_tools_of_both_servers_are_listed_by_server_and_every_call_is_judged() {
 fn a_confirmation_counts_only_against_the_held_call_and_is_not_forwarded() {
     let g = start(|d| config(d, ""));
     let mut s = Session::open(g.port, None).unwrap();
-    // A model that confirms a call nobody held gets it held, not run.
+    // A model that confirms a call nobody held is refused, and nothing is held for it.
     let r = s.call("mcp__a__save_doc", json!({"title": "t", "confirmed": true}));
+    assert_eq!(r["result"]["structuredContent"]["decision"], "deny");
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "confirmation"
+    );
+    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
+    // Asked without the field, the call is held for the user.
+    let r = s.call("mcp__a__save_doc", json!({"title": "t"}));
     assert_eq!(r["result"]["structuredContent"]["decision"], "confirm");
     // The text names the tool as the client knows it.
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
