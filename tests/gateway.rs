@@ -198,16 +198,39 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
         r["result"]["structuredContent"]["metadata"]["stage"],
         "role"
     );
-    // The session is bound to its principal: another's token in it is its own session.
-    let mut stolen = Session {
+    // The session belongs to its principal: another's token naming it gets 404, for a message
+    // (an answer to an elicitation included), a stream or a DELETE, and the session lives on.
+    let stolen = Session {
         token: Some(editor.clone()),
         ..Session::open(g.port, Some(&admin)).unwrap()
     };
-    let r = stolen.call("mcp__a__hidden", json!({}));
+    let r = stolen.send(&json!({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}}));
     assert_eq!(
-        r["result"]["structuredContent"]["metadata"]["stage"],
-        "role"
+        (r.status, r.json()),
+        (404, json!({"error": "session not found"}))
     );
+    for method in ["GET", "DELETE"] {
+        let raw = format!(
+            "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n{}\r\nConnection: close\r\n\r\n",
+            g.port,
+            stolen.headers().join("\r\n")
+        );
+        let r = exchange(g.port, raw.as_bytes());
+        assert_eq!((method, r.status), (method, 404));
+    }
+    let mut owner = Session {
+        token: Some(admin.clone()),
+        ..stolen
+    };
+    let r = owner.call("mcp__a__hidden", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "hidden", "{r}");
+    // A session the gateway did not open is not found either.
+    let unknown = Session {
+        id: "not-a-session".to_string(),
+        ..owner
+    };
+    let r = unknown.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    assert_eq!(r.status, 404);
     // The token's connector allowlist is the session tier: only `b` is reachable.
     let only_b = token(
         SECRET,
@@ -231,10 +254,15 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
         SECRET,
         json!({"sub": "ann", "roles": ["admin"], "exp": 1_000_000_000}),
     );
+    let not_yet = token(
+        SECRET,
+        json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour(), "nbf": in_an_hour()}),
+    );
     for bad in [
         None,
         Some(forged.as_str()),
         Some(expired.as_str()),
+        Some(not_yet.as_str()),
         Some("not.a.token"),
     ] {
         let r = Session::open(g.port, bad).err().expect("refused");
@@ -257,7 +285,7 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
             401
         );
     }
-    assert_eq!(calls_received(g.dir.path()), ["hidden"]);
+    assert_eq!(calls_received(g.dir.path()), ["hidden", "hidden"]);
     let api = post(g.port, "/v1/classify", &[], br#"{"query":"save it"}"#);
     assert_eq!(api.status, 401);
 }
@@ -407,6 +435,14 @@ fn the_decision_api_answers_the_library_json_and_errors_as_json() {
         .as_str()
         .unwrap()
         .contains("unknown field `text`"));
+    // On a loopback listener, a Host that names another site is refused (DNS rebinding).
+    let body = r#"{"query":"save it"}"#;
+    let raw = format!(
+        "POST /v1/classify HTTP/1.1\r\nHost: evil.example\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let r = exchange(g.port, raw.as_bytes());
+    assert_eq!(r.status, 403);
 }
 
 #[test]

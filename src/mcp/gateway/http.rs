@@ -8,9 +8,15 @@
 //!   serialized again, never the client's bytes;
 //! - on `/mcp`, a JSON-RPC batch is refused (-32600; MCP has no batches since 2025-06-18), and
 //!   so is a `tools/call` without an id or with `"id": null` (a call must be answerable to be
-//!   judged and confirmed), so every call reaches the judging handler as a request.
+//!   judged and confirmed), so every call reaches the judging handler as a request;
+//! - an MCP session belongs to the principal whose `initialize` opened it: a request naming
+//!   another principal's session (or one the gateway did not open) gets HTTP 404, whatever its
+//!   method (POST, GET, DELETE), so nobody answers another's elicitation or ends their session;
+//! - on a loopback listener, the decision API checks the `Host` header as rmcp does for `/mcp`
+//!   (a page that rebinds a name to 127.0.0.1 gets HTTP 403).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -36,6 +42,27 @@ pub(crate) struct Guard {
     pub gateway: Arc<Gateway>,
     pub verifier: Option<Arc<Verifier>>,
     pub sessions: Arc<LocalSessionManager>,
+    /// The principal of each MCP session the gateway opened, by `Mcp-Session-Id`.
+    pub owners: Arc<Mutex<HashMap<String, String>>>,
+    /// Whether the decision API checks the `Host` header (a loopback listener).
+    pub check_host: bool,
+}
+
+/// Whether a `Host` header names the loopback interface (`localhost`, `127.0.0.1`, `[::1]`,
+/// with or without a port).
+fn loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "::1"
+    )
+}
+
+fn not_found_session() -> Response {
+    json_response(StatusCode::NOT_FOUND, json!({"error": "session not found"}))
 }
 
 fn json_response(status: StatusCode, body: Value) -> Response {
@@ -95,8 +122,37 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             }
         }
     };
+    let principal = identity.principal();
     let (mut parts, body) = req.into_parts();
     parts.extensions.insert(identity);
+    let mcp = parts.uri.path() == "/mcp";
+    if !mcp && g.check_host {
+        let host = parts
+            .headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok());
+        if !host.is_some_and(loopback_host) {
+            return json_response(
+                StatusCode::FORBIDDEN,
+                json!({"error": "forbidden: the Host header does not name this loopback listener"}),
+            );
+        }
+    }
+    let session = parts
+        .headers
+        .get("mcp-session-id")
+        .map(|h| h.to_str().unwrap_or("\u{FFFD}").to_string());
+    if mcp {
+        if let Some(id) = &session {
+            let owners = g
+                .owners
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if owners.get(id) != Some(&principal) {
+                return not_found_session();
+            }
+        }
+    }
     if parts.method != axum::http::Method::POST {
         return next.run(Request::from_parts(parts, body)).await;
     }
@@ -144,12 +200,31 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             );
         }
     }
+    let opens =
+        mcp && session.is_none() && msg.get("method").and_then(Value::as_str) == Some("initialize");
     let text = msg.to_string();
     parts.headers.insert(
         header::CONTENT_LENGTH,
         header::HeaderValue::from(text.len()),
     );
-    next.run(Request::from_parts(parts, Body::from(text))).await
+    let response = next.run(Request::from_parts(parts, Body::from(text))).await;
+    if opens {
+        if let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|h| h.to_str().ok())
+        {
+            let live = g.sessions.sessions.read().await;
+            let mut owners = g
+                .owners
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Forget the sessions rmcp no longer keeps (expired or deleted): bounded by its cap.
+            owners.retain(|sid, _| live.contains_key(sid.as_str()));
+            owners.insert(id.to_string(), principal);
+        }
+    }
+    response
 }
 
 /// The gateway's HTTP application: `/mcp` and the decision API behind the guard layer.
@@ -183,6 +258,8 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
         gateway: gateway.clone(),
         verifier,
         sessions,
+        owners: Arc::default(),
+        check_host: config.listen.is_some_and(|a| a.ip().is_loopback()),
     };
     Ok(Router::new()
         .route_service("/mcp", service)

@@ -116,6 +116,7 @@ impl Verifier {
         };
         let mut validation = Validation::new(alg);
         validation.leeway = 0;
+        validation.validate_nbf = true;
         validation.validate_aud = config.audience.is_some();
         if let Some(a) = &config.audience {
             validation.set_audience(&[a]);
