@@ -4,7 +4,7 @@
 //! written through unique temporary files, and every result names its decision and tool.
 //! Through the library and through the CLI.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};
@@ -246,32 +246,8 @@ fn every_verdict_json_carries_decision_and_tool() {
 // CLI
 // ---------------------------------------------------------------------------------------------
 
-/// A scratch folder for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "toolwarden-trust-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod scratch;
+use scratch::Scratch;
 
 fn toolwarden() -> Command {
     Command::new(env!("CARGO_BIN_EXE_toolwarden"))
@@ -433,7 +409,7 @@ fn parallel_guard_runs_share_one_turn_limit() {
         );
     }
     // Only the state files and their lock files remain: no temporary file is left behind.
-    let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+    let mut names: Vec<String> = std::fs::read_dir(dir.dir())
         .expect("the scratch folder")
         .map(|e| {
             e.expect("an entry")

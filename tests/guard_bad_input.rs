@@ -1,7 +1,6 @@
 //! Bad input to the execution guard: each case is a clear error or a deny with its reason;
 //! never a panic, never an allow.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use proptest::prelude::*;
@@ -236,28 +235,8 @@ fn a_pending_call_from_another_policy_version_is_denied() {
     );
 }
 
-/// A scratch folder for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "toolwarden-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod scratch;
+use scratch::Scratch;
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
@@ -323,7 +302,7 @@ fn cli_rejects_bad_arguments_and_corrupt_state_files() {
     );
 
     // A corrupt pending file: a clear error, nothing allowed, the file left for inspection.
-    let pending = dir.0.join("pending.json");
+    let pending = dir.path("pending.json");
     let pending_s = pending.to_string_lossy().into_owned();
     std::fs::write(&pending, "{\"tool\": \"devolver_pedido\"").expect("write");
     let (code, out, err) = with(&[
@@ -353,7 +332,7 @@ fn cli_rejects_bad_arguments_and_corrupt_state_files() {
     assert!(err.contains("unknown field `approved`"), "{err}");
 
     // A corrupt turn file.
-    let turn = dir.0.join("turn.json");
+    let turn = dir.path("turn.json");
     std::fs::write(&turn, "{\"transactional_calls\": -1}").expect("write");
     let (code, _, err) = with(&["--args", "{}", "--turn", &turn.to_string_lossy()]);
     assert_eq!(code, 2);
@@ -364,7 +343,7 @@ fn cli_rejects_bad_arguments_and_corrupt_state_files() {
     let v1 = retail();
     let p = pending_for(&v1, json!({"order_id": "123", "reason": "r"}));
     std::fs::write(&pending, serde_json::to_string(&p).expect("json")).expect("write");
-    let v2_path = dir.0.join("retail-v2.warden");
+    let v2_path = dir.path("retail-v2.warden");
     std::fs::write(
         &v2_path,
         std::fs::read_to_string("policies/retail.warden")

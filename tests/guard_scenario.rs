@@ -3,7 +3,7 @@
 //! `confirmed: true` and the same arguments -> allowed, the confirmation field stripped; the same
 //! confirmation with another order id -> denied. Through the library and through the CLI.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -205,32 +205,8 @@ fn one_transactional_call_per_turn_and_reads_never_count() {
     assert_eq!(turn.transactional_calls, 1);
 }
 
-/// A scratch folder for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "toolwarden-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod scratch;
+use scratch::Scratch;
 
 /// Runs `toolwarden guard --json` on retail.warden; returns the exit code and the JSON printed.
 fn guard(query: &str, args: &str, pending: &Path, turn: &Path) -> (i32, Value) {

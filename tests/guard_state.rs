@@ -3,37 +3,12 @@
 //! held in, and the arguments can come from a file or standard input.
 
 use std::io::Write as _;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-/// A scratch folder for one test, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!(
-            "toolwarden-state-{name}-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+mod scratch;
+use scratch::Scratch;
 
 /// A policy whose `send` always needs confirmation, one transactional call per turn.
 const SEND: &str =
@@ -89,7 +64,7 @@ fn a_symlink_in_a_lock_files_place_is_refused_and_not_followed() {
 fn send(dir: &Scratch, args: &str, new_turn: bool) -> Value {
     std::fs::write(dir.path("g.warden"), SEND).unwrap();
     let mut cmd = toolwarden();
-    cmd.current_dir(&dir.0)
+    cmd.current_dir(dir.dir())
         .args([
             "guard", "-p", "g.warden", "--tool", "send", "--args", args, "--json",
         ])
@@ -197,7 +172,7 @@ fn a_turn_file_without_held_calls_still_reads() {
 fn read_with(dir: &Scratch, flags: &[&str], stdin: &[u8]) -> (i32, String, String) {
     std::fs::write(dir.path("g.warden"), SEND).unwrap();
     let mut child = toolwarden()
-        .current_dir(&dir.0)
+        .current_dir(dir.dir())
         .args(["guard", "-p", "g.warden", "--tool", "read", "--json"])
         .args(flags)
         .stdin(Stdio::piped())
@@ -280,7 +255,7 @@ fn a_tenant_argument_that_is_null_fails_closed_from_the_cli() {
     )
     .unwrap();
     let out = toolwarden()
-        .current_dir(&dir.0)
+        .current_dir(dir.dir())
         .args([
             "guard", "-p", "t.warden", "--tenant", "b-42", "--tool", "read",
         ])
@@ -306,7 +281,7 @@ fn text_output_shows_invisible_characters_as_code_points() {
     std::fs::write(dir.path("g.warden"), SEND).unwrap();
     let tool = "nope\ntoolwarden: FORGED line\u{1b}[31m\u{202e}\u{85}";
     let out = toolwarden()
-        .current_dir(&dir.0)
+        .current_dir(dir.dir())
         .args(["guard", "-p", "g.warden", "--tool", tool])
         .output()
         .expect("the binary runs");
@@ -321,7 +296,7 @@ fn text_output_shows_invisible_characters_as_code_points() {
     );
     // Values too: an argument with a bidi override and DEL is printed escaped.
     let out = toolwarden()
-        .current_dir(&dir.0)
+        .current_dir(dir.dir())
         .args(["guard", "-p", "g.warden", "--tool", "read"])
         .args(["--args", "{\"q\": \"a\u{202e}b\u{7f}\"}"])
         .output()
