@@ -682,19 +682,13 @@ impl Policy {
     /// Whether `pending` is awaiting confirmation of exactly this call (same digest over the
     /// policy, the tool and the arguments without confirmation fields).
     fn pending_matches(&self, pending: &PendingCall, tool: &str, args: &Value) -> bool {
-        let Some(obj) = args.as_object() else {
-            return false;
-        };
         if pending.transaction_status != "AWAITING_CONFIRMATION" || pending.tool != tool {
             return false;
         }
-        let fields = &self.tables().confirm_fields;
-        let stripped: Map<String, Value> = obj
-            .iter()
-            .filter(|(k, _)| !fields.iter().any(|f| **f == ***k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        pending.digest == self.call_digest(tool, &stripped)
+        match self.strip_confirmation(args) {
+            Value::Object(stripped) => pending.digest == self.call_digest(tool, &stripped),
+            _ => false,
+        }
     }
 
     /// [`Policy::check_call_with`], judging the tool as if its effect were `effect_override`
