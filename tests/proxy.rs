@@ -1,39 +1,18 @@
 //! `toolwarden mcp-proxy` in front of a tiny fake MCP server (tests/fixtures/proxy/
 //! fake_server.py, Python stdlib only) under tests/fixtures/proxy/fake.warden: the proxy logic
-//! without npm. Skipped, with a printed reason, when `python3` is not installed.
+//! without npm (it needs `python3`).
 
 mod proxy_support;
 
-use proxy_support::{audit_lines, temp_dir, text, Session};
+use proxy_support::{audit_lines, python, start_fake as start, temp_dir, text, Session};
 use serde_json::{json, Value};
 
 const POLICY: &str = "tests/fixtures/proxy/fake.warden";
 const SERVER: &str = "tests/fixtures/proxy/fake_server.py";
 
-fn python() -> Option<&'static str> {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: python3 is not installed (the fake MCP server is a Python script)");
-    }
-    ok.then_some("python3")
-}
-
-fn start(extra: &[&str]) -> Option<Session> {
-    let py = python()?;
-    let mut args = vec!["-p", POLICY, "--server", "notes"];
-    args.extend_from_slice(extra);
-    let mut s = Session::start(&args, &[py, SERVER]);
-    let init = s.initialize();
-    assert_eq!(init["result"]["serverInfo"]["name"], "fake", "{init}");
-    Some(s)
-}
-
 #[test]
 fn tools_list_is_filtered_by_mode_intent_and_annotations() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     // Fallback intent `read`: no write tool; erase_all (delete) is over the mode's ceiling;
     // sneaky is declared `none` but its annotations say destructive; broken_hints has hints
     // that are not booleans (fail closed); mystery is not in the policy.
@@ -44,9 +23,7 @@ fn tools_list_is_filtered_by_mode_intent_and_annotations() {
     let (code, _) = s.close();
     assert_eq!(code, 3, "the fake server exits 3 when its stdin closes");
 
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     let r = s.request(2, "tools/list", json!({}));
     let tools = r["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -78,9 +55,7 @@ fn tools_list_is_filtered_by_mode_intent_and_annotations() {
 
 #[test]
 fn a_denied_call_never_reaches_the_server() {
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     let r = s.call(2, "erase_all", json!({"all": true}));
     let result = &r["result"];
     assert_eq!(result["isError"], true, "{r}");
@@ -133,7 +108,7 @@ fn a_denied_call_never_reaches_the_server() {
 
 #[test]
 fn unknown_tools_are_json_rpc_errors() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     let r = s.call(2, "mystery", json!({}));
     assert_eq!(
         r,
@@ -151,9 +126,7 @@ fn confirmation_then_the_confirmed_repeat_is_forwarded_without_the_field() {
     let dir = temp_dir("proxy-confirm");
     let audit = dir.join("audit.jsonl");
     let audit_arg = audit.to_str().unwrap().to_string();
-    let Some(mut s) = start(&["--intent", "write", "--audit", &audit_arg]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write", "--audit", &audit_arg]);
     let args = json!({"title": "groceries", "body": "milk"});
     let r = s.call(2, "save_note", args.clone());
     assert_eq!(r["result"]["isError"], true, "{r}");
@@ -247,9 +220,7 @@ fn advisory_logs_but_forwards() {
     let dir = temp_dir("proxy-advisory");
     let audit = dir.join("audit.jsonl");
     let audit_arg = audit.to_str().unwrap().to_string();
-    let Some(mut s) = start(&["--advisory", "--audit", &audit_arg]) else {
-        return;
-    };
+    let mut s = start(&["--advisory", "--audit", &audit_arg]);
     assert_eq!(s.tool_names(2).len(), 12, "advisory hides nothing");
     let r = s.call(3, "erase_all", json!({}));
     assert_eq!(r["result"]["structuredContent"]["tool"], "erase_all", "{r}");
@@ -281,7 +252,7 @@ fn advisory_logs_but_forwards() {
 
 #[test]
 fn bad_lines_from_either_side_do_not_stop_the_proxy() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     s.send_raw("{not json");
     let r = s.recv();
     assert_eq!(r["error"]["code"], -32700, "{r}");
@@ -306,7 +277,7 @@ fn bad_lines_from_either_side_do_not_stop_the_proxy() {
 
 #[test]
 fn list_changed_and_server_requests_pass_through_and_ids_match_per_direction() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     let r = s.call(2, "notify", json!({}));
     assert_eq!(text(&r), "tools changed");
     let note = s
@@ -363,7 +334,7 @@ fn list_changed_and_server_requests_pass_through_and_ids_match_per_direction() {
 
 #[test]
 fn large_and_interleaved_messages_do_not_deadlock() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     // 4 MiB of arguments each way, with pings sent before any answer is read.
     let big = "x".repeat(4 << 20);
     for id in 2..6 {
@@ -387,7 +358,7 @@ fn large_and_interleaved_messages_do_not_deadlock() {
 
 #[test]
 fn exits_with_the_server_exit_code() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     let r = s.call(2, "quit", json!({}));
     assert_eq!(text(&r), "bye");
     // Writing to a server that has exited must not kill the proxy (SIGPIPE).
@@ -400,7 +371,7 @@ fn exits_with_the_server_exit_code() {
 #[cfg(unix)]
 #[test]
 fn a_server_that_ignores_the_closed_stdin_is_terminated() {
-    let Some(py) = python() else { return };
+    let py = python();
     let mut s = Session::start(&["-p", POLICY], &[py, SERVER, "--linger"]);
     s.initialize();
     let started = std::time::Instant::now();
@@ -440,9 +411,7 @@ fn a_server_that_cannot_start_is_a_clear_error() {
 
 #[test]
 fn the_server_name_meets_the_connector_allowlist() {
-    let Some(mut s) = start(&["--connectors", "session=github"]) else {
-        return;
-    };
+    let mut s = start(&["--connectors", "session=github"]);
     assert_eq!(s.tool_names(2), Vec::<String>::new());
     let r = s.call(3, "echo", json!({}));
     assert_eq!(r["result"]["isError"], true, "{r}");
@@ -456,9 +425,7 @@ fn the_server_name_meets_the_connector_allowlist() {
     );
     s.close();
 
-    let Some(mut s) = start(&["--connectors", "session=notes"]) else {
-        return;
-    };
+    let mut s = start(&["--connectors", "session=notes"]);
     assert_eq!(s.tool_names(2).len(), 7);
     s.close();
 }

@@ -1,37 +1,14 @@
 //! `toolwarden mcp-proxy` judges every `tools/call` whatever its framing, parses each message
 //! once and strictly, filters every `tools/list` result, knows the server's tools before it
 //! judges a call, never forwards a call it could not record, and tells the operator why.
-//! In front of the fake server of tests/proxy.rs (Python stdlib only); skipped, saying why,
-//! without `python3`.
+//! In front of the fake server of tests/proxy.rs (Python stdlib only; `python3` is needed).
 
 mod proxy_support;
 
-use proxy_support::{audit_lines, temp_dir, text, Session};
+use proxy_support::{audit_lines, start_fake as start, temp_dir, text, Session};
 use serde_json::{json, Value};
 
 const POLICY: &str = "tests/fixtures/proxy/fake.warden";
-const SERVER: &str = "tests/fixtures/proxy/fake_server.py";
-
-fn python() -> Option<&'static str> {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: python3 is not installed (the fake MCP server is a Python script)");
-    }
-    ok.then_some("python3")
-}
-
-fn start(extra: &[&str]) -> Option<Session> {
-    let py = python()?;
-    let mut args = vec!["-p", POLICY, "--server", "notes"];
-    args.extend_from_slice(extra);
-    let mut s = Session::start(&args, &[py, SERVER]);
-    let init = s.initialize();
-    assert_eq!(init["result"]["serverInfo"]["name"], "fake", "{init}");
-    Some(s)
-}
 
 /// The calls the server received, in order, and their raw lines.
 fn received(s: &mut Session, id: i64) -> (Vec<String>, Vec<String>) {
@@ -57,9 +34,7 @@ fn a_call_without_an_id_or_with_a_null_id_is_judged_and_never_runs_unjudged() {
     let dir = temp_dir("proxy-noid");
     let audit = dir.join("audit.jsonl");
     let audit_arg = audit.to_str().unwrap().to_string();
-    let Some(mut s) = start(&["--intent", "write", "--audit", &audit_arg]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write", "--audit", &audit_arg]);
     s.send_raw(
         r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"erase_all","arguments":{}}}"#,
     );
@@ -108,9 +83,7 @@ fn a_call_without_an_id_or_with_a_null_id_is_judged_and_never_runs_unjudged() {
 
 #[test]
 fn every_call_inside_a_batch_is_judged_and_answered() {
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     s.send_raw(
         r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"erase_all","arguments":{}}},
             {"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{}}},
@@ -141,9 +114,7 @@ fn every_call_inside_a_batch_is_judged_and_answered() {
 
 #[test]
 fn a_duplicated_key_anywhere_is_refused_with_invalid_request_and_never_reaches_the_server() {
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     let args = json!({"title": "groceries"});
     let r = s.call(2, "save_note", args);
     assert_eq!(
@@ -171,7 +142,7 @@ fn a_duplicated_key_anywhere_is_refused_with_invalid_request_and_never_reaches_t
 
 #[test]
 fn the_server_receives_the_judged_message_serialized_again_not_the_clients_bytes() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     s.send_raw(r#"{ "jsonrpc" : "2.0", "id" : 2, "method" : "tools/call", "params" : {"name": "ech\u006f", "arguments": {"\u0061": 1.50, "b": "\u00e9"}} }"#);
     assert_eq!(text(&s.response(&json!(2))), "called echo");
     let (_, raw) = received(&mut s, 3);
@@ -193,7 +164,7 @@ fn names_of(r: &Value) -> Vec<String> {
 
 #[test]
 fn every_tools_list_result_is_filtered_whatever_its_id() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     let offered = [
         "get_note", "echo", "calls", "garbage", "notify", "ask", "quit",
     ];
@@ -221,9 +192,7 @@ fn every_tools_list_result_is_filtered_whatever_its_id() {
 
 #[test]
 fn a_call_before_any_tools_list_is_judged_with_the_servers_annotations() {
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     // No tools/list from the client: `sneaky` is declared `none`, its annotations say
     // destructive, and `delete` is over the mode's ceiling.
     let r = s.call(2, "sneaky", json!({}));
@@ -258,9 +227,7 @@ fn a_call_before_any_tools_list_is_judged_with_the_servers_annotations() {
 
 #[test]
 fn a_list_that_hides_every_tool_says_which_stages_hid_them() {
-    let Some(mut s) = start(&["--connectors", "session=github"]) else {
-        return;
-    };
+    let mut s = start(&["--connectors", "session=github"]);
     assert_eq!(s.tool_names(2), Vec::<String>::new());
     let (_, stderr) = s.close();
     assert!(
@@ -289,9 +256,7 @@ fn advisory_mode_needs_an_audit_file() {
 #[test]
 fn a_call_that_cannot_be_recorded_is_never_forwarded() {
     // Enforcing: each unrecorded call is refused.
-    let Some(mut s) = start(&["--audit", "/dev/full"]) else {
-        return;
-    };
+    let mut s = start(&["--audit", "/dev/full"]);
     let r = s.call(2, "echo", json!({}));
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(
@@ -310,9 +275,7 @@ fn a_call_that_cannot_be_recorded_is_never_forwarded() {
     );
 
     // Advisory: the first failure stops all forwarding of calls, and says so.
-    let Some(mut s) = start(&["--advisory", "--audit", "/dev/full"]) else {
-        return;
-    };
+    let mut s = start(&["--advisory", "--audit", "/dev/full"]);
     for (id, tool) in [(2, "echo"), (3, "erase_all"), (4, "calls")] {
         let r = s.call(id, tool, json!({}));
         assert_eq!(r["result"]["isError"], true, "{r}");
@@ -334,7 +297,7 @@ fn a_call_that_cannot_be_recorded_is_never_forwarded() {
 
 #[test]
 fn the_proxys_own_tools_list_never_reaches_the_client() {
-    let Some(mut s) = start(&[]) else { return };
+    let mut s = start(&[]);
     // After initialize the proxy listed the tools itself; the client sees only its answers.
     let r = s.request(2, "ping", json!({}));
     assert_eq!(r, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
@@ -349,9 +312,7 @@ fn the_proxys_own_tools_list_never_reaches_the_client() {
 
 #[test]
 fn a_confirmation_the_client_sent_before_the_held_answer_reached_it_does_not_count() {
-    let Some(mut s) = start(&["--intent", "write"]) else {
-        return;
-    };
+    let mut s = start(&["--intent", "write"]);
     let held = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "save_note", "arguments": {"title": "t", "body": "b"}}});
     let confirm = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",

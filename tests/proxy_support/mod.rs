@@ -222,3 +222,35 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The Python interpreter that runs the fake MCP server (`tests/fixtures/proxy/fake_server.py`,
+/// standard library only). Panics when there is none: these tests fail, never pass unrun.
+#[allow(dead_code, reason = "not every suite starts the fake server")]
+pub fn python() -> &'static str {
+    let ok = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "python3 is needed: the fake MCP server these tests run is a Python script"
+    );
+    "python3"
+}
+
+/// `mcp-proxy -p tests/fixtures/proxy/fake.warden --server notes EXTRA… -- python3
+/// fake_server.py`, after `initialize`.
+#[allow(dead_code, reason = "not every suite starts the fake server")]
+pub fn start_fake(extra: &[&str]) -> Session {
+    let mut args = vec![
+        "-p",
+        "tests/fixtures/proxy/fake.warden",
+        "--server",
+        "notes",
+    ];
+    args.extend_from_slice(extra);
+    let mut s = Session::start(&args, &[python(), "tests/fixtures/proxy/fake_server.py"]);
+    let init = s.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "fake", "{init}");
+    s
+}
