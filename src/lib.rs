@@ -63,6 +63,7 @@ pub mod mcp;
 mod policy;
 mod relation;
 mod schemas;
+mod span;
 pub mod syntax;
 mod toolset;
 pub mod watch;
