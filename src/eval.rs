@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::args::json_kind;
 use crate::classify::Intent;
 use crate::compile::{glob_match, BitSet, ToolRow, NO_SERVER};
 use crate::decision::{
@@ -1136,18 +1137,6 @@ pub fn canonical_json_text(v: &Value) -> String {
     let mut out = String::new();
     canonical_json(v, &mut out);
     out
-}
-
-/// A short description of a JSON value's type ("a string", "an object", ...), for messages.
-pub(crate) fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Nesting depth of a JSON value (a scalar is 0), computed without recursion.

@@ -16,7 +16,7 @@ use crate::diagnostic::{Diagnostic, PolicyError, Severity, Sources};
 use crate::limits;
 use crate::policy::Policy;
 use crate::syntax::ast::{FileId, Span, ToolAttr};
-use crate::syntax::{self, Origin};
+use crate::syntax::{self, quote, Origin};
 
 /// The warden text every policy imported from YAML starts with (seed 004): effects `none`
 /// (`read_only`) and `write` (`transactional`), one mode `agent` without a matrix (YAML has no
@@ -50,11 +50,6 @@ pub fn yaml_header(name: &str, version: Option<u64>) -> String {
         }
     }
     out
-}
-
-/// A warden string literal for `s`.
-fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 /// `s` as a warden name: bare when it is an identifier that is not a keyword, else quoted.

@@ -3,6 +3,7 @@
 
 pub mod ast;
 mod parse;
+mod quote;
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use crate::limits;
 use ast::{Decl, PolicyFile};
 
 pub use parse::parse_file;
+pub use quote::quote;
 
 /// Where a source came from, for resolving its includes.
 #[derive(Clone, Debug)]
