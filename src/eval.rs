@@ -10,10 +10,11 @@ use sha2::{Digest, Sha256};
 
 use crate::args::json_kind;
 use crate::classify::Intent;
-use crate::compile::{glob_match, BitSet, ToolRow, NO_SERVER};
+use crate::compile::{BitSet, ToolRow, NO_SERVER};
 use crate::decision::{
     Decision, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
 };
+use crate::glob::glob_match;
 use crate::limits;
 use crate::policy::Policy;
 

@@ -56,6 +56,7 @@ mod decision;
 mod diagnostic;
 mod eval;
 pub mod fmt;
+mod glob;
 pub mod import;
 pub mod invisible;
 pub mod limits;
