@@ -60,6 +60,7 @@ mod glob;
 pub mod import;
 pub mod invisible;
 pub mod limits;
+mod load;
 pub mod mcp;
 mod policy;
 mod relation;

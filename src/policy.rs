@@ -8,7 +8,7 @@ use crate::classify::Intent;
 use crate::compile::{self, Compiled, Edge, Node};
 use crate::decision::RuleId;
 use crate::diagnostic::{Diagnostic, Location, PolicyError, Severity, Sources};
-use crate::syntax::{self, Origin};
+use crate::load::{self, Origin};
 
 /// A compiled policy.
 ///
@@ -68,7 +68,7 @@ impl Policy {
             Err(e) => {
                 let d = Diagnostic::error(
                     "unreadable",
-                    format!("cannot read `{name}`: {}", syntax::io_reason(&e)),
+                    format!("cannot read `{name}`: {}", load::io_reason(&e)),
                 )
                 .help("check the path; policies are `.warden` text files");
                 return Err(PolicyError::new(vec![d], Arc::new(Sources::new())));
@@ -94,7 +94,7 @@ impl Policy {
     /// Loads policy text named `name` whose includes resolve against `origin`.
     pub(crate) fn build(name: &str, text: &str, origin: Origin) -> Result<Policy, PolicyError> {
         let mut sources = Sources::new();
-        let (files, mut diagnostics) = syntax::load(name, text, origin, &mut sources);
+        let (files, mut diagnostics) = load::load(name, text, origin, &mut sources);
         let syntax_failed = diagnostics.iter().any(|d| d.severity() == Severity::Error);
         let (model, mut checked) = check::check(&files);
         checked.extend(check::invisible_characters(&files, &sources));
