@@ -68,7 +68,7 @@ pub(crate) enum StrictError {
 /// The strict parse behind [`parse_args`] with the caller's caps: at most `max_bytes` bytes, no
 /// duplicated key in any object, nesting at most `max_depth` deep (a scalar is depth 0), no
 /// number that cannot be represented exactly. Used
-/// for whole MCP messages too (`crate::mcp::message`), so one parser decides what every
+/// for whole MCP messages too (the MCP layer's message parsing), so one parser decides what every
 /// reader of a message sees.
 pub(crate) fn parse_strict(
     text: &[u8],
@@ -277,6 +277,18 @@ impl<'de> Visitor<'de> for Strict {
             out.insert(key, v);
         }
         Ok(Value::Object(out))
+    }
+}
+
+/// A short description of a JSON value's type ("a string", "an object", ...), for messages.
+pub(crate) fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 

@@ -182,7 +182,7 @@ impl<W: Write> Auditor<W> {
     }
 
     /// [`Policy::offer`], logged: one record per tool (`"op":"offer"`). `generation` labels the
-    /// policy version served (e.g. [`crate::watch::Snapshot::generation`]; use 1 for a policy
+    /// policy version served (e.g. the generation of a watched policy's snapshot; use 1 for a policy
     /// loaded once). In advisory mode every denied tool is offered (`allow`) and its record
     /// says `"would_be":"deny"`.
     ///

@@ -1411,7 +1411,7 @@ impl Checker {
                 }
                 budget -= 1;
                 let q = &self.model.patterns[j];
-                if crate::compile::glob_covers(&q.glob.name, &p.glob.name) {
+                if crate::glob::glob_covers(&q.glob.name, &p.glob.name) {
                     shadow = Some(q);
                     break;
                 }

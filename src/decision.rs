@@ -267,7 +267,7 @@ pub struct Verdict {
     /// Whether the call carried a confirmation field set to the literal `true` (seed 004's
     /// `confirmation_received`).
     pub confirmation_received: bool,
-    /// Under advisory enforcement ([`crate::audit::Enforcement::Advisory`]): the decision
+    /// Under advisory enforcement (the audit layer's `Enforcement::Advisory`): the decision
     /// enforcement would have made, when this allow overrode it (then `stage`, `source` and
     /// `reason` are that decision's); `None` otherwise.
     pub would_be: Option<Decision>,

@@ -14,7 +14,7 @@ use miette::{
 };
 use serde::Serialize;
 
-use crate::syntax::ast::{FileId, Span};
+use crate::span::{FileId, Span};
 
 /// The text of every file a policy was loaded from (the root file and its includes).
 #[derive(Clone, Debug, Default)]

@@ -79,7 +79,7 @@ impl Line {
 
 fn name(n: &Name) -> String {
     if n.quoted {
-        crate::import::mcp::quote(&n.text)
+        crate::syntax::quote(&n.text)
     } else {
         n.text.clone()
     }

@@ -1,43 +1,20 @@
-//! [`Policy`]: a loaded, checked and compiled policy, immutable and cheap to share.
+//! The front door: loading a [`Policy`] from text or a file (syntax -> check -> compile), and
+//! what a loaded policy declares (its effects, intents, modes, tools, rules and their sources,
+//! the decision graph, the keyword classifier). The evaluator's methods (`offer`,
+//! `check_call`, ...) live in the `eval` module, which also defines the `Policy` handle itself.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::check;
 use crate::classify::Intent;
-use crate::compile::{self, Compiled, Edge, Node};
+use crate::compile::{self, Edge, Node};
 use crate::decision::RuleId;
 use crate::diagnostic::{Diagnostic, Location, PolicyError, Severity, Sources};
-use crate::syntax::{self, Origin};
+use crate::load::{self, Origin};
 
-/// A compiled policy.
-///
-/// Immutable, `Send + Sync`, and a cheap clone (an `Arc` inside): compile once, share across
-/// threads and agents. Build it with [`Policy::from_file`] or [`Policy::parse`].
-#[derive(Clone, Debug)]
-pub struct Policy {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub name: String,
-    pub version: Option<u64>,
-    pub sources: Arc<Sources>,
-    pub warnings: Vec<Diagnostic>,
-    pub compiled: Compiled,
-    pub relations: Relations,
-}
-
-/// The declared relations `explain` cites when a role or permission is granted through them:
-/// each role inclusion `(higher, lower, span)` (the span covers `higher > lower`) and each
-/// permission implication `(permission, implied, span)` (the span is the implied name), with
-/// the role and permission indexes of the compiled tables.
-#[derive(Debug, Default)]
-pub(crate) struct Relations {
-    pub role_edges: Vec<(usize, usize, crate::syntax::ast::Span)>,
-    pub implies: Vec<(usize, usize, crate::syntax::ast::Span)>,
-}
+pub use crate::eval::Policy;
+use crate::eval::{Inner, Relations};
 
 impl Policy {
     /// Reads, checks and compiles the policy at `path`, following its `include`s (relative to
@@ -68,7 +45,7 @@ impl Policy {
             Err(e) => {
                 let d = Diagnostic::error(
                     "unreadable",
-                    format!("cannot read `{name}`: {}", syntax::io_reason(&e)),
+                    format!("cannot read `{name}`: {}", load::io_reason(&e)),
                 )
                 .help("check the path; policies are `.warden` text files");
                 return Err(PolicyError::new(vec![d], Arc::new(Sources::new())));
@@ -94,7 +71,7 @@ impl Policy {
     /// Loads policy text named `name` whose includes resolve against `origin`.
     pub(crate) fn build(name: &str, text: &str, origin: Origin) -> Result<Policy, PolicyError> {
         let mut sources = Sources::new();
-        let (files, mut diagnostics) = syntax::load(name, text, origin, &mut sources);
+        let (files, mut diagnostics) = load::load(name, text, origin, &mut sources);
         let syntax_failed = diagnostics.iter().any(|d| d.severity() == Severity::Error);
         let (model, mut checked) = check::check(&files);
         checked.extend(check::invisible_characters(&files, &sources));
@@ -130,20 +107,6 @@ impl Policy {
         })
     }
 
-    pub(crate) fn tables(&self) -> &compile::Tables {
-        &self.inner.compiled.tables
-    }
-
-    /// The name from the `policy` declaration.
-    pub fn name(&self) -> &str {
-        &self.inner.name
-    }
-
-    /// The version from the `policy` declaration, when given.
-    pub fn version(&self) -> Option<u64> {
-        self.inner.version
-    }
-
     /// Warnings found while loading (errors never reach a `Policy`).
     pub fn warnings(&self) -> &[Diagnostic] {
         &self.inner.warnings
@@ -167,12 +130,6 @@ impl Policy {
     /// Declared modes, in declaration order.
     pub fn modes(&self) -> impl Iterator<Item = &str> {
         self.tables().modes.iter().map(|m| &*m.name)
-    }
-
-    /// The `default mode`, when declared.
-    pub fn default_mode(&self) -> Option<&str> {
-        let t = self.tables();
-        t.default_mode.map(|m| &*t.modes[m as usize].name)
     }
 
     /// Declared tool names, in declaration order.
@@ -224,13 +181,6 @@ impl Policy {
     /// [`crate::limits::MAX_QUERY_BYTES`] is cut there (`Intent::truncated`).
     pub fn classify(&self, query: &str) -> Intent {
         self.inner.compiled.classifier.classify(query)
-    }
-
-    /// The `file:line:col` of a rule, or `None` for a rule the text does not spell out (such as
-    /// the implicit `unknown deny`).
-    pub fn rule_source(&self, rule: RuleId) -> Option<Location> {
-        let info = self.tables().rules.get(rule.0 as usize)?;
-        info.span.map(|s| self.inner.sources.location(s))
     }
 
     /// The policy text of a rule (the span's source), or `""`.

@@ -432,17 +432,17 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
             return report;
         }
     };
-    let spec: FileSpec = match crate::import::yaml_depth::parse(&text) {
+    let spec: FileSpec = match crate::load::yaml_depth::parse(&text) {
         Ok(s) => s,
-        Err(crate::import::yaml_depth::YamlError::TooDeep(offset)) => {
-            let (line, column) = crate::import::yaml_depth::line_column(&text, offset);
+        Err(crate::load::yaml_depth::YamlError::TooDeep(offset)) => {
+            let (line, column) = crate::load::yaml_depth::line_column(&text, offset);
             report.error = Some(format!(
                 "{file}:{line}:{column}: malformed test file: YAML nested more than {} levels deep",
                 crate::limits::MAX_YAML_DEPTH
             ));
             return report;
         }
-        Err(crate::import::yaml_depth::YamlError::Syntax(e)) => {
+        Err(crate::load::yaml_depth::YamlError::Syntax(e)) => {
             let at = e
                 .location()
                 .map(|l| format!("{}:{}", l.line(), l.column()))

@@ -8,7 +8,6 @@
 //! masks come from the cells it uses. `offer` and `check_call` read only the tables.
 
 mod bits;
-mod glob;
 
 use rustc_hash::FxHashMap;
 
@@ -21,7 +20,6 @@ use crate::relation::Relation;
 use crate::syntax::ast::Span;
 
 pub(crate) use bits::BitSet;
-pub(crate) use glob::{glob_covers, glob_match};
 
 /// A node of the decision graph.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -27,6 +27,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+pub use crate::syntax::quote;
+
 /// The effect an MCP tool's annotations imply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum McpEffect {
@@ -154,7 +156,7 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
                         "result.tools",
                         format!(
                             "expected an array of tools, found {}",
-                            crate::eval::json_kind(other)
+                            crate::args::json_kind(other)
                         ),
                     )),
                 };
@@ -169,7 +171,7 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
                 Some(Value::Array(a)) => Ok((a, "tools")),
                 Some(other) => Err(ImportError::at(
                     "tools",
-                    format!("expected an array of tools, found {}", crate::eval::json_kind(other)),
+                    format!("expected an array of tools, found {}", crate::args::json_kind(other)),
                 )),
                 None => Err(ImportError::at(
                     "",
@@ -181,7 +183,7 @@ pub fn tool_array(value: &Value) -> Result<(&[Value], &'static str), ImportError
             "",
             format!(
                 "expected a tools/list result or an array of tools, found {}",
-                crate::eval::json_kind(other)
+                crate::args::json_kind(other)
             ),
         )),
     }
@@ -214,7 +216,7 @@ pub fn read_hints(
             format!("{path}.annotations"),
             format!(
                 "expected an object, found {}",
-                crate::eval::json_kind(annotations)
+                crate::args::json_kind(annotations)
             ),
         ));
     };
@@ -226,7 +228,7 @@ pub fn read_hints(
                 format!("{path}.annotations.{key}"),
                 format!(
                     "expected true or false, found {} (leave the hint out to use the spec default)",
-                    crate::eval::json_kind(other)
+                    crate::args::json_kind(other)
                 ),
             )),
         }
@@ -252,7 +254,7 @@ pub fn read_top_level_hints(
                 format!("{path}.{key}"),
                 format!(
                     "expected true, false or null, found {} (leave the hint out to use the spec default)",
-                    crate::eval::json_kind(other)
+                    crate::args::json_kind(other)
                 ),
             )),
         }
@@ -298,7 +300,7 @@ pub fn catalog_from_value(value: &Value) -> Result<Vec<McpTool>, ImportError> {
                 path,
                 format!(
                     "expected a tool object, found {}",
-                    crate::eval::json_kind(item)
+                    crate::args::json_kind(item)
                 ),
             ));
         };
@@ -313,7 +315,7 @@ pub fn catalog_from_value(value: &Value) -> Result<Vec<McpTool>, ImportError> {
             Some(other) => {
                 return Err(ImportError::at(
                     format!("{path}.name"),
-                    format!("expected a string, found {}", crate::eval::json_kind(other)),
+                    format!("expected a string, found {}", crate::args::json_kind(other)),
                 ))
             }
             None => return Err(ImportError::at(path, "the tool has no `name`")),
@@ -380,20 +382,6 @@ pub fn warden_name(s: &str) -> String {
     } else {
         quote(s)
     }
-}
-
-/// `s` as a quoted warden string (`"` and `\` escaped).
-pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        if c == '"' || c == '\\' {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('"');
-    out
 }
 
 /// Checks a `--server` name: non-empty, no `__` (the connector separator), no line break.

@@ -1,0 +1,448 @@
+//! The execution guard, `check_call` and its variants: stages 1–7 as in `offer`, then the
+//! tenant argument (8), required arguments (9), confirmation against a pending call (10) and
+//! the per-turn limit (11), with the digest that ties a confirmation to one exact call.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::args::json_kind;
+use crate::classify::Intent;
+use crate::compile::ToolRow;
+use crate::decision::{Decision, PendingCall, RuleId, Stage, Turn, Verdict};
+use crate::limits;
+
+use super::json::{canonical_json, canonical_object, json_depth};
+use super::{Policy, Request, RequestError};
+
+impl Policy {
+    /// Judges one tool call: stages 1–7 exactly as in `offer`, then tenant argument, required
+    /// arguments, confirmation and the per-turn limit (DESIGN.md, "Semantics of check_call").
+    /// An allowed call increments `turn` when it is transactional.
+    ///
+    /// `args` should be a JSON object; anything else is denied at stage `requires`.
+    ///
+    /// This form trusts a confirmation field set to `true` without asking where it came from;
+    /// an agent runtime, where the model writes the arguments, uses
+    /// [`Policy::check_call_strict`] instead, so that only a confirmation of a pending call
+    /// counts.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_with(request, intent, turn, tool, args, None)
+    }
+
+    /// [`Policy::check_call`] for a call that answers a pending confirmation: when the call is
+    /// confirmed, its tool and arguments (confirmation fields removed) must match `pending`'s
+    /// digest, or it is denied at stage `confirmation`. A pending call that matches the call
+    /// presented exempts its tool from the intent stage. With `pending` `None`, a confirmation
+    /// field set to `true` is trusted: prefer [`Policy::check_call_strict`], which refuses it.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call_with(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_as(request, intent, turn, tool, args, pending, None)
+    }
+
+    /// Judges one tool call for a caller that keeps the calls awaiting confirmation (the way to
+    /// integrate): a confirmation is trusted only against `pending`, the call the user was
+    /// asked about. Exactly [`Policy::check_call_with`], except that a call which needs
+    /// confirmation and carries a confirmation field set to `true` while `pending` is `None` is
+    /// denied at stage `confirmation` ("no call is awaiting confirmation"): the model cannot
+    /// confirm its own call. A call that needs no confirmation runs as usual (its confirmation
+    /// fields removed).
+    ///
+    /// The flow: a `confirm` verdict hands back [`Verdict::pending`]; keep it where the model
+    /// cannot write, ask the user, and on "yes" repeat the call with the confirmation field set
+    /// and `Some(&pending)`. While that pending call matches the call presented (same digest),
+    /// its tool is exempt from the intent stage, so a "yes" that classifies as another intent
+    /// still reaches it (stages 1–6 still apply).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwarden::{Decision, Policy, Request, Turn};
+    /// let policy = Policy::parse(
+    ///     "policy \"p\" version 1\neffects none, write\nmode agent { }\n\
+    ///      confirm fields \"confirmed\"\ntool send { effect write confirm always }\n",
+    ///     "p.warden",
+    /// ).unwrap();
+    /// let (request, intent) = (Request::new("agent"), policy.fallback_intent());
+    /// let mut turn = Turn::new();
+    /// // The model confirms its own call: denied, nobody asked the user.
+    /// let v = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob", "confirmed": true}), None).unwrap();
+    /// assert_eq!(v.decision, Decision::Deny);
+    /// // Asked first, then confirmed by the user: runs.
+    /// let held = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob"}), None).unwrap().pending.unwrap();
+    /// let v = policy.check_call_strict(&request, &intent, &mut turn, "send",
+    ///     &json!({"to": "bob", "confirmed": true}), Some(&held)).unwrap();
+    /// assert_eq!(v.decision, Decision::Allow);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`].
+    pub fn check_call_strict(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_inner(request, intent, turn, tool, args, pending, None, true)
+    }
+
+    /// `args` without the policy's confirmation fields (`confirm fields`): what a model's own
+    /// call should be judged as before deciding whether to ask the user, so that a model that
+    /// writes `"confirmed": true` itself still reaches the human. Arguments that are not a
+    /// JSON object are returned unchanged (the guard denies them).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolwarden::Policy;
+    /// let policy = Policy::parse(
+    ///     "policy \"p\"\neffects none\nmode m { }\nconfirm fields \"confirmed\", \"confirmation\"\n",
+    ///     "p.warden",
+    /// ).unwrap();
+    /// let args = json!({"id": 7, "confirmed": true, "confirmation": "yes"});
+    /// assert_eq!(policy.strip_confirmation(&args), json!({"id": 7}));
+    /// ```
+    pub fn strip_confirmation(&self, args: &Value) -> Value {
+        match args {
+            Value::Object(obj) => {
+                let fields = &self.tables().confirm_fields;
+                Value::Object(
+                    obj.iter()
+                        .filter(|(k, _)| !fields.iter().any(|f| **f == ***k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                )
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// Whether `pending` is awaiting confirmation of exactly this call (same digest over the
+    /// policy, the tool and the arguments without confirmation fields).
+    fn pending_matches(&self, pending: &PendingCall, tool: &str, args: &Value) -> bool {
+        if pending.transaction_status != "AWAITING_CONFIRMATION" || pending.tool != tool {
+            return false;
+        }
+        match self.strip_confirmation(args) {
+            Value::Object(stripped) => pending.digest == self.call_digest(tool, &stripped),
+            _ => false,
+        }
+    }
+
+    /// [`Policy::check_call_with`], judging the tool as if its effect were `effect_override`
+    /// when given (an effect index; used by `check_call_schema` when MCP annotations tighten
+    /// the tool's own effect).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check_call_as(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        effect_override: Option<u8>,
+    ) -> Result<Verdict, RequestError> {
+        self.check_call_inner(
+            request,
+            intent,
+            turn,
+            tool,
+            args,
+            pending,
+            effect_override,
+            false,
+        )
+    }
+
+    /// The guard itself. `strict`: a confirmation is trusted only against `pending`.
+    #[allow(clippy::too_many_arguments)]
+    fn check_call_inner(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        effect_override: Option<u8>,
+        strict: bool,
+    ) -> Result<Verdict, RequestError> {
+        // A confirmation in flight is exempt from the intent filter (seed 001's
+        // `force_tool_names`): when the pending call is this very call, its tool is forced for
+        // stage 7. Stages 1–6 still apply, and stage 10 still needs the literal confirmation.
+        let forced_request;
+        let request = match pending {
+            Some(p)
+                if !request.forced.iter().any(|f| f == tool)
+                    && self.pending_matches(p, tool, args) =>
+            {
+                let names: Vec<String> = request
+                    .forced
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::once(tool.to_string()))
+                    .collect();
+                forced_request = request.clone().forced(names);
+                &forced_request
+            }
+            _ => request,
+        };
+        let bound = self.bind(request, intent)?;
+        let t = self.tables();
+        let d = self.decide_as(&bound, tool, effect_override);
+        let (_, row) = self.resolve_tool(tool);
+        let row_effect = |r: &ToolRow| effect_override.unwrap_or(r.effect);
+        let effect = row.map(|r| t.effects[row_effect(r) as usize].to_string());
+        let read_only = row.map(|r| Some(row_effect(r)) == t.read_only_effect);
+        let mut verdict = Verdict {
+            decision: d.decision,
+            tool: tool.to_string(),
+            stage: d.stage,
+            reason: String::new(),
+            effect,
+            operation_type: read_only.map(|r| if r { "read_only" } else { "transactional" }),
+            source: self.rule_source(d.rule).map(|l| l.to_string()),
+            args_for_execution: None,
+            pending: None,
+            missing: Vec::new(),
+            confirmation_received: false,
+            would_be: None,
+            confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
+        };
+        let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {
+            v.decision = Decision::Deny;
+            v.stage = Some(stage);
+            v.source = self.rule_source(rule).map(|l| l.to_string());
+            v.reason = reason;
+            v
+        };
+        if d.decision == Decision::Deny {
+            verdict.reason = self.reason_as(tool, &d, request, effect_override);
+            return Ok(verdict);
+        }
+        let Some(row) = row else {
+            verdict.reason = self.reason_as(tool, &d, request, effect_override);
+            return Ok(verdict);
+        };
+        // Arguments must be a JSON object of bounded depth.
+        let Some(obj) = args.as_object() else {
+            let reason = format!(
+                "arguments of `{tool}` must be a JSON object, not {}",
+                json_kind(args)
+            );
+            return Ok(deny(verdict, Stage::Requires, row.rule_decl, reason));
+        };
+        if json_depth(args) > limits::MAX_ARGS_DEPTH {
+            let reason = format!(
+                "arguments of `{tool}` are nested deeper than {} levels",
+                limits::MAX_ARGS_DEPTH
+            );
+            return Ok(deny(verdict, Stage::Requires, row.rule_decl, reason));
+        }
+        // 8. tenant argument
+        // Absent, it is left to the session (which injects it); present, it must be the tenant's
+        // id as a string: null or any other type fails closed.
+        if let Some(arg) = t.tenant_arg.as_deref() {
+            if let Some(value) = obj.get(arg) {
+                let Value::String(given) = value else {
+                    let reason = format!(
+                        "argument `{arg}` must be the tenant's id (a string), not {}",
+                        json_kind(value)
+                    );
+                    return Ok(deny(verdict, Stage::TenantArg, t.rule_tenant_arg, reason));
+                };
+                if bound.tenant != Some(given.as_str()) {
+                    let reason = match bound.tenant {
+                        Some(own) => format!(
+                            "argument `{arg}` names tenant `{given}`, but this session's tenant is `{own}`"
+                        ),
+                        None => format!(
+                            "argument `{arg}` names tenant `{given}`, but this session has no tenant"
+                        ),
+                    };
+                    return Ok(deny(verdict, Stage::TenantArg, t.rule_tenant_arg, reason));
+                }
+            }
+        }
+        // 9. required arguments
+        let missing: Vec<String> = row
+            .requires
+            .iter()
+            .filter(|r| obj.get(&***r).is_none_or(Value::is_null))
+            .map(|r| r.to_string())
+            .collect();
+        if !missing.is_empty() {
+            let list = missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let reason = format!(
+                "`{tool}` requires argument{} {list}",
+                if missing.len() == 1 { "" } else { "s" }
+            );
+            let mut v = deny(verdict, Stage::Requires, row.rule_requires, reason);
+            v.missing = missing;
+            return Ok(v);
+        }
+        // 10. confirmation
+        let mut exec_args = obj.clone();
+        // Confirmed only when some confirmation field is the JSON literal `true` and none says
+        // anything else: `{"confirmed": false, "confirmation": true}` is not a confirmation.
+        let mut any_true = false;
+        let mut any_other = false;
+        for field in &t.confirm_fields {
+            if let Some(v) = exec_args.remove(&**field) {
+                if v == Value::Bool(true) {
+                    any_true = true;
+                } else {
+                    any_other = true;
+                }
+            }
+        }
+        let confirmed = any_true && !any_other;
+        verdict.confirmation_received = confirmed;
+        if d.decision == Decision::Confirm {
+            let digest = self.call_digest(tool, &exec_args);
+            if !confirmed {
+                let fields = t
+                    .confirm_fields
+                    .iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(" or ");
+                verdict.reason = if fields.is_empty() {
+                    format!("`{tool}` needs confirmation ({}) and the policy declares no `confirm fields`", self.reason_as(tool, &d, request, effect_override))
+                } else {
+                    format!(
+                        "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({})",
+                        self.reason_as(tool, &d, request, effect_override)
+                    )
+                };
+                verdict.pending = Some(PendingCall {
+                    tool: tool.to_string(),
+                    args: exec_args,
+                    digest,
+                    transaction_status: "AWAITING_CONFIRMATION".to_string(),
+                    policy: self.name().to_string(),
+                    policy_version: self.version(),
+                });
+                return Ok(verdict);
+            }
+            if pending.is_none() && strict {
+                let reason = format!(
+                    "`{tool}` carries a confirmation, but no call is awaiting confirmation: only the user confirms, so call it without the confirmation field, ask the user, then repeat it with the pending call"
+                );
+                return Ok(deny(
+                    verdict,
+                    Stage::Confirmation,
+                    t.rule_confirm_fields,
+                    reason,
+                ));
+            }
+            if let Some(p) = pending {
+                let reason = if p.policy != self.name() || p.policy_version != self.version() {
+                    Some(format!(
+                        "the pending call was made under policy `{}` version {}, not `{}` version {}; ask the user again",
+                        p.policy,
+                        p.policy_version.map_or("none".to_string(), |v| v.to_string()),
+                        self.name(),
+                        self.version().map_or("none".to_string(), |v| v.to_string()),
+                    ))
+                } else if p.transaction_status != "AWAITING_CONFIRMATION" {
+                    Some(format!(
+                        "the pending call's status is `{}`, not `AWAITING_CONFIRMATION`",
+                        p.transaction_status
+                    ))
+                } else if p.digest != self.call_digest(&p.tool, &p.args) {
+                    Some(
+                        "the pending call is corrupt: its digest does not match its own tool and arguments"
+                            .to_string(),
+                    )
+                } else if p.digest != digest {
+                    Some(if p.tool != tool {
+                        format!("the confirmation was for `{}`, not `{tool}`", p.tool)
+                    } else {
+                        format!("the arguments of `{tool}` differ from the call the user confirmed")
+                    })
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    return Ok(deny(
+                        verdict,
+                        Stage::Confirmation,
+                        t.rule_confirm_fields,
+                        reason,
+                    ));
+                }
+            }
+        }
+        // 11. turn limit
+        let transactional = Some(row_effect(row)) != t.read_only_effect;
+        if transactional {
+            if let Some(limit) = t.limit {
+                if turn.transactional_calls >= limit {
+                    let reason = format!(
+                        "this turn already ran {} transactional call{}; the limit is {limit} per turn",
+                        turn.transactional_calls,
+                        if turn.transactional_calls == 1 { "" } else { "s" }
+                    );
+                    return Ok(deny(verdict, Stage::TurnLimit, t.rule_limit, reason));
+                }
+            }
+            turn.transactional_calls = turn.transactional_calls.saturating_add(1);
+        }
+        verdict.decision = Decision::Allow;
+        verdict.stage = None;
+        verdict.reason = format!("`{tool}` may run");
+        verdict.source = self.rule_source(row.rule_decl).map(|l| l.to_string());
+        verdict.args_for_execution = Some(exec_args);
+        Ok(verdict)
+    }
+
+    /// Hex SHA-256 over the policy name and version, the tool name and the canonical JSON of
+    /// the arguments (object keys sorted at every depth, whatever order the map keeps, so the
+    /// digest does not depend on serde_json's `preserve_order` feature).
+    pub(crate) fn call_digest(&self, tool: &str, args: &Map<String, Value>) -> String {
+        let mut text = String::new();
+        canonical_json(
+            &serde_json::json!({
+                "policy": self.name(),
+                "version": self.version(),
+                "tool": tool,
+            }),
+            &mut text,
+        );
+        text.push('\n');
+        canonical_object(args, &mut text);
+        let hash = Sha256::digest(text.as_bytes());
+        hash.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
