@@ -242,8 +242,12 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(limits.session_idle);
     let sessions = Arc::new(sessions);
-    let mut http_config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(limits.max_body_bytes);
+    // An open event stream carries a keep-alive comment well within the idle timeout, so only
+    // a silent connection is closed as idle.
+    let keep_alive = (limits.idle_timeout / 3).min(std::time::Duration::from_secs(15));
+    let mut http_config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(limits.max_body_bytes)
+        .with_sse_keep_alive(Some(keep_alive));
     if config.listen.is_some_and(|a| !a.ip().is_loopback()) {
         // Identity is required there: every request carries a verified token.
         http_config = http_config.disable_allowed_hosts();
