@@ -258,6 +258,23 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
         SECRET,
         json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour(), "nbf": in_an_hour()}),
     );
+    // A token without `sub` (or with an empty one) would share its sessions with every
+    // other such token: refused.
+    for claims in [
+        json!({"roles": ["admin"], "exp": in_an_hour()}),
+        json!({"sub": "", "roles": ["admin"], "exp": in_an_hour()}),
+    ] {
+        let r = Session::open(g.port, Some(&token(SECRET, claims)))
+            .err()
+            .expect("refused");
+        assert_eq!(
+            (r.status, r.json()),
+            (
+                401,
+                json!({"error": "unauthorized: the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject"})
+            )
+        );
+    }
     for bad in [
         None,
         Some(forged.as_str()),
@@ -403,10 +420,26 @@ fn the_decision_api_answers_the_library_json_and_errors_as_json() {
         br#"{"intent":"write","tools":[{"name":"mcp__a__touch"},{"name":"mcp__a__erase_all"}]}"#,
     );
     assert_eq!(r.json()["tools"], json!([{"name": "mcp__a__touch"}]));
+    // A session the gateway did not issue is not found; one it issued counts the turn.
     let call =
         br#"{"query":"save it","call":{"name":"mcp__a__touch","arguments":{}},"session":"s1"}"#;
+    let r = post(g.port, "/v1/check_call", &[], call);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            404,
+            json!({"error": "unknown session `s1`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle"})
+        )
+    );
+    let r = post(g.port, "/v1/sessions", &[], b"{}");
+    assert_eq!(r.status, 200);
+    let id = r.json()["session"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 36, "{id}");
+    let call = json!({"query": "save it", "call": {"name": "mcp__a__touch", "arguments": {}},
+                      "session": id})
+    .to_string();
     for expected in ["allow", "allow", "deny"] {
-        let r = post(g.port, "/v1/check_call", &[], call);
+        let r = post(g.port, "/v1/check_call", &[], call.as_bytes());
         assert_eq!(r.json()["decision"], expected, "{r:?}");
     }
     let r = post(
@@ -567,4 +600,108 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     // And it still serves others.
     let mut s = Session::open(g.port, None).unwrap();
     assert_eq!(s.tool_names(None).len(), 9);
+}
+
+#[test]
+fn a_client_cannot_choose_a_fresh_session_to_reset_its_turn() {
+    let g = start(with_identity);
+    let ann = token(SECRET, json!({"sub": "ann", "exp": in_an_hour()}));
+    let bob = token(SECRET, json!({"sub": "bob", "exp": in_an_hour()}));
+    let mut s = Session::open(g.port, Some(&ann)).unwrap();
+    for _ in 0..2 {
+        let r = s.call("mcp__a__touch", json!({}));
+        assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    }
+    let refused = |r: &Value| r["result"]["structuredContent"]["metadata"]["stage"].clone();
+    assert_eq!(refused(&s.call("mcp__a__touch", json!({}))), "turn_limit");
+    // A session id of the client's choosing is refused, on tools/call and tools/list alike.
+    let unknown = "Invalid session: unknown session `fresh`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle";
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {}, "_meta": {"toolwarden/session": "fresh"}}),
+    );
+    assert_eq!(
+        (r["error"]["code"].clone(), r["error"]["message"].clone()),
+        (json!(-32602), json!(unknown)),
+        "{r}"
+    );
+    let r = s.request(
+        "tools/list",
+        json!({"_meta": {"toolwarden/session": "fresh"}}),
+    );
+    assert_eq!(r["error"]["message"], unknown, "{r}");
+    // Another principal's issued session is unknown to this one.
+    let bobs = post(
+        g.port,
+        "/v1/sessions",
+        &[format!("Authorization: Bearer {bob}")],
+        b"{}",
+    )
+    .json()["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {}, "_meta": {"toolwarden/session": bobs}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        format!("Invalid session: unknown session `{bobs}`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle")
+    );
+    // Still one turn: the limit holds, and only the two calls reached `a`.
+    assert_eq!(refused(&s.call("mcp__a__touch", json!({}))), "turn_limit");
+    assert_eq!(calls_received(g.dir.path()), ["touch", "touch"]);
+}
+
+#[test]
+fn a_principal_at_its_session_cap_is_refused_and_cannot_evict_another_principals_session() {
+    let g = start(|d| {
+        format!(
+            "{}[limits]\nmax_sessions = 6\nmax_sessions_per_principal = 3\n",
+            with_identity(d)
+        )
+    });
+    let ann = token(SECRET, json!({"sub": "ann", "exp": in_an_hour()}));
+    let bob = token(SECRET, json!({"sub": "bob", "exp": in_an_hour()}));
+    let mut b = Session::open(g.port, Some(&bob)).unwrap();
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    let kept: Vec<Session> = (0..3)
+        .map(|_| Session::open(g.port, Some(&ann)).unwrap())
+        .collect();
+    for _ in 0..3 {
+        let r = Session::open(g.port, Some(&ann)).err().expect("refused");
+        assert_eq!(
+            (r.status, r.json()),
+            (
+                429,
+                json!({"error": "this principal keeps 3 sessions, its limit; let one expire or end it first"})
+            )
+        );
+    }
+    let r = post(
+        g.port,
+        "/v1/sessions",
+        &[format!("Authorization: Bearer {ann}")],
+        b"{}",
+    );
+    assert_eq!(r.status, 429, "{r:?}");
+    // Bob's session lives on with its turn: one more call, then the limit.
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "turn_limit"
+    );
+    // A session ended by its client makes room.
+    let raw = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{}\r\nConnection: close\r\n\r\n",
+        g.port,
+        kept[0].headers().join("\r\n")
+    );
+    assert_eq!(exchange(g.port, raw.as_bytes()).status, 202);
+    assert!(Session::open(g.port, Some(&ann)).is_ok());
 }

@@ -29,7 +29,9 @@ use std::sync::Arc;
 pub use config::{GatewayConfig, IdentityConfig, KeySource, Limits, ServerConfig};
 pub use core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
 pub use identity::{Identity, Verifier};
-pub use session_store::{MemoryStore, SessionState, SessionStore, StoreError};
+pub use session_store::{
+    new_session_id, MemoryStore, SessionKey, SessionState, SessionStore, StoreError,
+};
 
 use crate::mcp::record::AuditSink;
 use crate::policy::Policy;
@@ -66,6 +68,7 @@ pub fn serve(
     }
     let store = Arc::new(MemoryStore::new(
         config.limits.max_sessions,
+        config.limits.max_sessions_per_principal,
         config.limits.session_idle,
     ));
     let runtime = tokio::runtime::Builder::new_multi_thread()
