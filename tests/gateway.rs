@@ -705,3 +705,96 @@ fn a_principal_at_its_session_cap_is_refused_and_cannot_evict_another_principals
     assert_eq!(exchange(g.port, raw.as_bytes()).status, 202);
     assert!(Session::open(g.port, Some(&ann)).is_ok());
 }
+
+/// `[servers.NAME]` of upstream.py under `NAME`, for the servers that list badly.
+fn bad_lister(name: &str) -> String {
+    format!(
+        "[servers.{name}]\ncommand = [\"python3\", {:?}, \"{name}\"]\n",
+        fixture("upstream.py").display().to_string()
+    )
+}
+
+fn unavailable_of(r: &Value) -> Vec<(String, String)> {
+    r["result"]["_meta"]["toolwarden/unavailable"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|u| {
+                    (
+                        u["server"].as_str().unwrap().to_string(),
+                        u["reason"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hung_or_looping_upstream_is_reported_quickly_and_the_others_keep_working() {
+    let g = start(|d| {
+        config(
+            d,
+            &format!(
+                "[limits]\nlist_timeout_secs = 3\nupstream_retry_secs = 30\nmax_list_pages = 3\n{}{}{}",
+                bad_lister("hang"),
+                bad_lister("loop"),
+                bad_lister("pages")
+            ),
+        )
+    });
+    let mut s = Session::open(g.port, None).unwrap();
+    let started = std::time::Instant::now();
+    let r = s.request("tools/list", json!({}));
+    let first = started.elapsed();
+    let expected = vec![
+        ("hang".to_string(), "no tool list within 3 s".to_string()),
+        (
+            "loop".to_string(),
+            "tools/list repeated the cursor `same`".to_string(),
+        ),
+        (
+            "pages".to_string(),
+            "tools/list has more than 3 pages (max_list_pages)".to_string(),
+        ),
+    ];
+    assert_eq!(unavailable_of(&r), expected, "{r}");
+    assert!(
+        first < Duration::from_secs(6),
+        "the first list took {first:?}"
+    );
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 9, "{r}");
+    // The failures are kept for the retry time: the next list does not wait on them.
+    let started = std::time::Instant::now();
+    let r = s.request("tools/list", json!({}));
+    let second = started.elapsed();
+    assert_eq!(unavailable_of(&r), expected, "{r}");
+    assert!(
+        second < Duration::from_millis(700),
+        "the second list took {second:?}"
+    );
+    // A call to the hung server is refused at once; the others' calls run.
+    let started = std::time::Instant::now();
+    let r = s.call("mcp__hang__get_doc", json!({}));
+    assert!(started.elapsed() < Duration::from_millis(700));
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "toolwarden: server `hang` is unavailable (no tool list within 3 s); `mcp__hang__get_doc` was not run"
+    );
+    let r = s.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+}
+
+#[test]
+fn an_upstream_listing_more_tools_than_the_cap_is_reported() {
+    let g = start(|d| config(d, "[limits]\nmax_tools_per_server = 7\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.request("tools/list", json!({}));
+    let reason = "tools/list has more than 7 tools (max_tools_per_server)".to_string();
+    assert_eq!(
+        unavailable_of(&r),
+        [("a".to_string(), reason.clone()), ("b".to_string(), reason)],
+        "{r}"
+    );
+    assert_eq!(r["result"]["tools"], json!([]));
+}

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::config::GatewayConfig;
 use super::identity::Identity;
 use super::session_store::{SessionKey, SessionStore, StoreError};
-use super::upstream::Upstream;
+use super::upstream::{ListLimits, Upstream};
 use crate::audit::Clock;
 use crate::classify::Intent;
 use crate::mcp::judge::{CallJudgment, Judge, Refusal};
@@ -129,6 +129,7 @@ impl Gateway {
                         name,
                         s.clone(),
                         config.limits.upstream_timeout,
+                        ListLimits::of(&config.limits),
                     )),
                 )
             })
@@ -221,8 +222,27 @@ impl Gateway {
             return Err(e);
         }
         let intent = self.intent(query);
-        for (name, upstream) in &self.upstreams {
-            let listed = match upstream.tools().await {
+        // Every server's list at once, each within its own time limit: one that hangs costs
+        // one `list_timeout`, not one per server.
+        let mut fetching = tokio::task::JoinSet::new();
+        for (i, upstream) in self.upstreams.values().enumerate() {
+            let upstream = upstream.clone();
+            fetching.spawn(async move { (i, upstream.tools().await) });
+        }
+        let mut lists: Vec<Result<Arc<Vec<Value>>, String>> = self
+            .upstreams
+            .keys()
+            .map(|_| Err("the tool list could not be fetched".to_string()))
+            .collect();
+        while let Some(done) = fetching.join_next().await {
+            if let Ok((i, listed)) = done {
+                if let Some(slot) = lists.get_mut(i) {
+                    *slot = listed;
+                }
+            }
+        }
+        for ((name, _), listed) in self.upstreams.iter().zip(lists) {
+            let listed = match listed {
                 Ok(t) => t,
                 Err(reason) => {
                     unavailable.push(json!({"server": name, "reason": reason}));
