@@ -798,3 +798,111 @@ fn an_upstream_listing_more_tools_than_the_cap_is_reported() {
     );
     assert_eq!(r["result"]["tools"], json!([]));
 }
+
+#[test]
+fn in_advisory_mode_every_call_is_forwarded_and_the_audit_log_says_what_would_have_been_refused() {
+    let g = start(|d| config(d, "advisory = true\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    // Every tool with a name is shown, the ones the policy would hide included.
+    let names = s.tool_names(None);
+    assert_eq!(names.len(), 16, "{names:?}");
+    assert!(names.contains(&"mcp__a__erase_all".to_string()));
+    assert!(names.contains(&"mcp__a__hidden".to_string()));
+    for (tool, args) in [
+        ("erase_all", json!({})),
+        ("hidden", json!({})),
+        ("save_doc", json!({"title": "t"})),
+        ("touch", json!({})),
+    ] {
+        let r = s.call(&format!("mcp__a__{tool}"), args.clone());
+        assert_eq!(
+            r["result"]["structuredContent"],
+            json!({"server": "a", "tool": tool, "arguments": args}),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        calls_received(g.dir.path()),
+        ["erase_all", "hidden", "save_doc", "touch"]
+    );
+    let audit = std::fs::read_to_string(g.dir.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            json!([
+                v["policy_tool"],
+                v["decision"],
+                v["stage"],
+                v["advisory"],
+                v["forwarded"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!(["mcp__a__erase_all", "deny", "mode", true, true]),
+            json!(["mcp__a__hidden", "deny", "role", true, true]),
+            json!(["mcp__a__save_doc", "confirm", "confirmation", true, true]),
+            json!(["mcp__a__touch", "allow", null, true, true]),
+        ]
+    );
+}
+
+#[test]
+fn a_token_mode_claim_selects_that_mode_and_a_mode_the_policy_lacks_is_refused() {
+    let g = start(|d| {
+        std::fs::write(d.join("jwt.secret"), SECRET).unwrap();
+        config(
+            d,
+            &format!(
+                "[identity]\njwt_hs256_secret_file = {:?}\nmode_claim = \"mode\"\n",
+                d.join("jwt.secret").display().to_string()
+            ),
+        )
+    });
+    let as_mode = |mode: Option<&str>| {
+        let mut claims = json!({"sub": "ann", "exp": in_an_hour()});
+        if let Some(m) = mode {
+            claims["mode"] = Value::from(m);
+        }
+        token(SECRET, claims)
+    };
+    let mut r = Session::open(g.port, Some(&as_mode(Some("readonly")))).unwrap();
+    assert_eq!(
+        r.tool_names(None),
+        [
+            "mcp__a__get_doc",
+            "mcp__a__calls",
+            "mcp__a__crash",
+            "mcp__a__grow",
+            "mcp__b__get_doc",
+            "mcp__b__calls",
+        ]
+    );
+    let c = r.call("mcp__a__touch", json!({}));
+    assert_eq!(
+        c["result"]["structuredContent"]["metadata"]["stage"], "mode",
+        "{c}"
+    );
+    for mode in [Some("agent"), None] {
+        let mut a = Session::open(g.port, Some(&as_mode(mode))).unwrap();
+        let c = a.call("mcp__a__touch", json!({}));
+        assert_eq!(c["result"]["structuredContent"]["tool"], "touch", "{c}");
+    }
+    assert_eq!(calls_received(g.dir.path()), ["touch", "touch"]);
+    let undeclared = as_mode(Some("root"));
+    let refusal = json!({"error": "forbidden: the mode `root` is not a mode of the policy (agent, readonly)"});
+    let r = Session::open(g.port, Some(&undeclared))
+        .err()
+        .expect("refused");
+    assert_eq!((r.status, r.json()), (403, refusal.clone()));
+    let r = post(
+        g.port,
+        "/v1/check_call",
+        &[format!("Authorization: Bearer {undeclared}")],
+        br#"{"call":{"name":"mcp__a__touch"}}"#,
+    );
+    assert_eq!((r.status, r.json()), (403, refusal));
+}

@@ -163,6 +163,20 @@ impl Gateway {
         &self.store
     }
 
+    /// Why `identity` cannot be judged, when its mode (a token's mode claim, or `--mode` on
+    /// stdio) is not a mode the policy declares; `None` when it has no mode or a declared one.
+    pub fn unknown_mode(&self, identity: &Identity) -> Option<String> {
+        let mode = identity.mode.as_deref()?;
+        if self.policy.modes().any(|m| m == mode) {
+            return None;
+        }
+        let declared: Vec<&str> = self.policy.modes().collect();
+        Some(format!(
+            "the mode `{mode}` is not a mode of the policy ({})",
+            declared.join(", ")
+        ))
+    }
+
     /// The intent of a request: the query's when one is given, else the configured intent,
     /// else the policy's fallback intent.
     pub fn intent(&self, query: Option<&str>) -> Intent {

@@ -1,7 +1,8 @@
 //! The HTTP side: one listener serving MCP Streamable HTTP at `/mcp` (rmcp's service) and the
 //! decision API at `/v1/…`, behind one layer that every request crosses first:
 //!
-//! - identity: with `[identity]`, a request without a valid bearer token gets HTTP 401;
+//! - identity: with `[identity]`, a request without a valid bearer token gets HTTP 401, and
+//!   one whose token names a mode the policy does not declare gets HTTP 403;
 //! - a POST body is read within the size cap (HTTP 413) and the time limit (HTTP 408), then
 //!   parsed once, strictly ([`parse_message`]: a duplicated key or too deep is -32600, not
 //!   JSON is -32700, both with HTTP 400), and what the handlers read is that parsed value
@@ -126,6 +127,12 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             }
         }
     };
+    if let Some(why) = g.gateway.unknown_mode(&identity) {
+        return json_response(
+            StatusCode::FORBIDDEN,
+            json!({"error": format!("forbidden: {why}")}),
+        );
+    }
     let principal = identity.principal();
     let (mut parts, body) = req.into_parts();
     parts.extensions.insert(identity);

@@ -99,6 +99,9 @@ pub async fn serve(gateway: Arc<Gateway>, identity: Identity) -> Result<(), Stri
             let _ = to_rmcp.shutdown().await;
         });
     }
+    if let Some(why) = gateway.unknown_mode(&identity) {
+        return Err(format!("--mode: {why}"));
+    }
     let session = gateway
         .store()
         .open(&identity.principal(), None)
