@@ -906,3 +906,26 @@ fn a_token_mode_claim_selects_that_mode_and_a_mode_the_policy_lacks_is_refused()
     );
     assert_eq!((r.status, r.json()), (403, refusal));
 }
+
+#[test]
+fn resources_and_prompts_are_refused_with_the_reason_and_reach_no_server() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    for (method, params) in [
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "file:///etc/passwd"})),
+        ("prompts/list", json!({})),
+        ("prompts/get", json!({"name": "mcp__a__p"})),
+    ] {
+        let r = s.request(method, params);
+        assert_eq!(
+            r["error"],
+            json!({"code": -32601,
+                   "message": format!("Method not found: {method}: the toolwarden gateway serves tools only; the policy judges tool calls, and upstream resources and prompts are not forwarded unjudged"),
+                   "data": {"method": method}}),
+            "{r}"
+        );
+    }
+    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
+}

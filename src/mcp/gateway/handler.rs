@@ -1,15 +1,18 @@
 //! The gateway as an MCP server (an rmcp [`ServerHandler`]): `tools/list` is the aggregated,
 //! judged list, paginated; `tools/call` is judged by [`Gateway::call`], with the user asked
-//! through `elicitation/create` when the client declared elicitation. Nothing else is served
-//! (resources and prompts are not forwarded), so nothing reaches an upstream unjudged.
+//! through `elicitation/create` when the client declared elicitation. Nothing else is served:
+//! `resources/*` and `prompts/*` are refused with a JSON-RPC error saying why ([`not_served`]),
+//! so nothing reaches an upstream unjudged.
 
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
-    ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ElicitationAction, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::RoleServer;
@@ -29,6 +32,18 @@ pub struct GatewayHandler {
     /// The identity of the one stdio client (the command line's) and the session the gateway
     /// opened for it; `None` over HTTP, where each request carries its own.
     stdio: Option<(Identity, String)>,
+}
+
+/// The refusal of `method` (a `resources/…` or `prompts/…` request): JSON-RPC -32601 saying
+/// that the gateway serves tools only. The policy judges tool calls; a resource read or a
+/// prompt of an upstream would reach it, and its content the model, with no decision (no
+/// connector allowlist, role, tenant or intent applies to it), so none is forwarded.
+pub fn not_served(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: {method}: the toolwarden gateway serves tools only; the policy judges tool calls, and upstream resources and prompts are not forwarded unjudged"),
+        Some(json!({"method": method})),
+    )
 }
 
 fn internal(message: &str) -> ErrorData {
@@ -182,6 +197,46 @@ impl ServerHandler for GatewayHandler {
         }
         serde_json::from_value(result)
             .map_err(|e| internal(&format!("cannot build the tools/list result: {e}")))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_served("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_served("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_served("resources/read"))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_served("prompts/list"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_served("prompts/get"))
     }
 
     async fn call_tool(
