@@ -258,6 +258,23 @@ fn identity_comes_from_a_verified_token_and_anything_else_is_401() {
         SECRET,
         json!({"sub": "ann", "roles": ["admin"], "exp": in_an_hour(), "nbf": in_an_hour()}),
     );
+    // A token without `sub` (or with an empty one) would share its sessions with every
+    // other such token: refused.
+    for claims in [
+        json!({"roles": ["admin"], "exp": in_an_hour()}),
+        json!({"sub": "", "roles": ["admin"], "exp": in_an_hour()}),
+    ] {
+        let r = Session::open(g.port, Some(&token(SECRET, claims)))
+            .err()
+            .expect("refused");
+        assert_eq!(
+            (r.status, r.json()),
+            (
+                401,
+                json!({"error": "unauthorized: the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject"})
+            )
+        );
+    }
     for bad in [
         None,
         Some(forged.as_str()),
@@ -403,10 +420,26 @@ fn the_decision_api_answers_the_library_json_and_errors_as_json() {
         br#"{"intent":"write","tools":[{"name":"mcp__a__touch"},{"name":"mcp__a__erase_all"}]}"#,
     );
     assert_eq!(r.json()["tools"], json!([{"name": "mcp__a__touch"}]));
+    // A session the gateway did not issue is not found; one it issued counts the turn.
     let call =
         br#"{"query":"save it","call":{"name":"mcp__a__touch","arguments":{}},"session":"s1"}"#;
+    let r = post(g.port, "/v1/check_call", &[], call);
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            404,
+            json!({"error": "unknown session `s1`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle"})
+        )
+    );
+    let r = post(g.port, "/v1/sessions", &[], b"{}");
+    assert_eq!(r.status, 200);
+    let id = r.json()["session"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 36, "{id}");
+    let call = json!({"query": "save it", "call": {"name": "mcp__a__touch", "arguments": {}},
+                      "session": id})
+    .to_string();
     for expected in ["allow", "allow", "deny"] {
-        let r = post(g.port, "/v1/check_call", &[], call);
+        let r = post(g.port, "/v1/check_call", &[], call.as_bytes());
         assert_eq!(r.json()["decision"], expected, "{r:?}");
     }
     let r = post(
@@ -567,4 +600,332 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     // And it still serves others.
     let mut s = Session::open(g.port, None).unwrap();
     assert_eq!(s.tool_names(None).len(), 9);
+}
+
+#[test]
+fn a_client_cannot_choose_a_fresh_session_to_reset_its_turn() {
+    let g = start(with_identity);
+    let ann = token(SECRET, json!({"sub": "ann", "exp": in_an_hour()}));
+    let bob = token(SECRET, json!({"sub": "bob", "exp": in_an_hour()}));
+    let mut s = Session::open(g.port, Some(&ann)).unwrap();
+    for _ in 0..2 {
+        let r = s.call("mcp__a__touch", json!({}));
+        assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    }
+    let refused = |r: &Value| r["result"]["structuredContent"]["metadata"]["stage"].clone();
+    assert_eq!(refused(&s.call("mcp__a__touch", json!({}))), "turn_limit");
+    // A session id of the client's choosing is refused, on tools/call and tools/list alike.
+    let unknown = "Invalid session: unknown session `fresh`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle";
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {}, "_meta": {"toolwarden/session": "fresh"}}),
+    );
+    assert_eq!(
+        (r["error"]["code"].clone(), r["error"]["message"].clone()),
+        (json!(-32602), json!(unknown)),
+        "{r}"
+    );
+    let r = s.request(
+        "tools/list",
+        json!({"_meta": {"toolwarden/session": "fresh"}}),
+    );
+    assert_eq!(r["error"]["message"], unknown, "{r}");
+    // Another principal's issued session is unknown to this one.
+    let bobs = post(
+        g.port,
+        "/v1/sessions",
+        &[format!("Authorization: Bearer {bob}")],
+        b"{}",
+    )
+    .json()["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {}, "_meta": {"toolwarden/session": bobs}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["message"],
+        format!("Invalid session: unknown session `{bobs}`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle")
+    );
+    // Still one turn: the limit holds, and only the two calls reached `a`.
+    assert_eq!(refused(&s.call("mcp__a__touch", json!({}))), "turn_limit");
+    assert_eq!(calls_received(g.dir.path()), ["touch", "touch"]);
+}
+
+#[test]
+fn a_principal_at_its_session_cap_is_refused_and_cannot_evict_another_principals_session() {
+    let g = start(|d| {
+        format!(
+            "{}[limits]\nmax_sessions = 6\nmax_sessions_per_principal = 3\n",
+            with_identity(d)
+        )
+    });
+    let ann = token(SECRET, json!({"sub": "ann", "exp": in_an_hour()}));
+    let bob = token(SECRET, json!({"sub": "bob", "exp": in_an_hour()}));
+    let mut b = Session::open(g.port, Some(&bob)).unwrap();
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    let kept: Vec<Session> = (0..3)
+        .map(|_| Session::open(g.port, Some(&ann)).unwrap())
+        .collect();
+    for _ in 0..3 {
+        let r = Session::open(g.port, Some(&ann)).err().expect("refused");
+        assert_eq!(
+            (r.status, r.json()),
+            (
+                429,
+                json!({"error": "this principal keeps 3 sessions, its limit; let one expire or end it first"})
+            )
+        );
+    }
+    let r = post(
+        g.port,
+        "/v1/sessions",
+        &[format!("Authorization: Bearer {ann}")],
+        b"{}",
+    );
+    assert_eq!(r.status, 429, "{r:?}");
+    // Bob's session lives on with its turn: one more call, then the limit.
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    let r = b.call("mcp__a__touch", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"],
+        "turn_limit"
+    );
+    // A session ended by its client makes room.
+    let raw = format!(
+        "DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{}\r\nConnection: close\r\n\r\n",
+        g.port,
+        kept[0].headers().join("\r\n")
+    );
+    assert_eq!(exchange(g.port, raw.as_bytes()).status, 202);
+    assert!(Session::open(g.port, Some(&ann)).is_ok());
+}
+
+/// `[servers.NAME]` of upstream.py under `NAME`, for the servers that list badly.
+fn bad_lister(name: &str) -> String {
+    format!(
+        "[servers.{name}]\ncommand = [\"python3\", {:?}, \"{name}\"]\n",
+        fixture("upstream.py").display().to_string()
+    )
+}
+
+fn unavailable_of(r: &Value) -> Vec<(String, String)> {
+    r["result"]["_meta"]["toolwarden/unavailable"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|u| {
+                    (
+                        u["server"].as_str().unwrap().to_string(),
+                        u["reason"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hung_or_looping_upstream_is_reported_quickly_and_the_others_keep_working() {
+    let g = start(|d| {
+        config(
+            d,
+            &format!(
+                "[limits]\nlist_timeout_secs = 3\nupstream_retry_secs = 30\nmax_list_pages = 3\n{}{}{}",
+                bad_lister("hang"),
+                bad_lister("loop"),
+                bad_lister("pages")
+            ),
+        )
+    });
+    let mut s = Session::open(g.port, None).unwrap();
+    let started = std::time::Instant::now();
+    let r = s.request("tools/list", json!({}));
+    let first = started.elapsed();
+    let expected = vec![
+        ("hang".to_string(), "no tool list within 3 s".to_string()),
+        (
+            "loop".to_string(),
+            "tools/list repeated the cursor `same`".to_string(),
+        ),
+        (
+            "pages".to_string(),
+            "tools/list has more than 3 pages (max_list_pages)".to_string(),
+        ),
+    ];
+    assert_eq!(unavailable_of(&r), expected, "{r}");
+    assert!(
+        first < Duration::from_secs(6),
+        "the first list took {first:?}"
+    );
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 9, "{r}");
+    // The failures are kept for the retry time: the next list does not wait on them.
+    let started = std::time::Instant::now();
+    let r = s.request("tools/list", json!({}));
+    let second = started.elapsed();
+    assert_eq!(unavailable_of(&r), expected, "{r}");
+    assert!(
+        second < Duration::from_millis(700),
+        "the second list took {second:?}"
+    );
+    // A call to the hung server is refused at once; the others' calls run.
+    let started = std::time::Instant::now();
+    let r = s.call("mcp__hang__get_doc", json!({}));
+    assert!(started.elapsed() < Duration::from_millis(700));
+    assert_eq!(
+        r["result"]["content"][0]["text"],
+        "toolwarden: server `hang` is unavailable (no tool list within 3 s); `mcp__hang__get_doc` was not run"
+    );
+    let r = s.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+}
+
+#[test]
+fn an_upstream_listing_more_tools_than_the_cap_is_reported() {
+    let g = start(|d| config(d, "[limits]\nmax_tools_per_server = 7\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.request("tools/list", json!({}));
+    let reason = "tools/list has more than 7 tools (max_tools_per_server)".to_string();
+    assert_eq!(
+        unavailable_of(&r),
+        [("a".to_string(), reason.clone()), ("b".to_string(), reason)],
+        "{r}"
+    );
+    assert_eq!(r["result"]["tools"], json!([]));
+}
+
+#[test]
+fn in_advisory_mode_every_call_is_forwarded_and_the_audit_log_says_what_would_have_been_refused() {
+    let g = start(|d| config(d, "advisory = true\n"));
+    let mut s = Session::open(g.port, None).unwrap();
+    // Every tool with a name is shown, the ones the policy would hide included.
+    let names = s.tool_names(None);
+    assert_eq!(names.len(), 16, "{names:?}");
+    assert!(names.contains(&"mcp__a__erase_all".to_string()));
+    assert!(names.contains(&"mcp__a__hidden".to_string()));
+    for (tool, args) in [
+        ("erase_all", json!({})),
+        ("hidden", json!({})),
+        ("save_doc", json!({"title": "t"})),
+        ("touch", json!({})),
+    ] {
+        let r = s.call(&format!("mcp__a__{tool}"), args.clone());
+        assert_eq!(
+            r["result"]["structuredContent"],
+            json!({"server": "a", "tool": tool, "arguments": args}),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        calls_received(g.dir.path()),
+        ["erase_all", "hidden", "save_doc", "touch"]
+    );
+    let audit = std::fs::read_to_string(g.dir.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            json!([
+                v["policy_tool"],
+                v["decision"],
+                v["stage"],
+                v["advisory"],
+                v["forwarded"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!(["mcp__a__erase_all", "deny", "mode", true, true]),
+            json!(["mcp__a__hidden", "deny", "role", true, true]),
+            json!(["mcp__a__save_doc", "confirm", "confirmation", true, true]),
+            json!(["mcp__a__touch", "allow", null, true, true]),
+        ]
+    );
+}
+
+#[test]
+fn a_token_mode_claim_selects_that_mode_and_a_mode_the_policy_lacks_is_refused() {
+    let g = start(|d| {
+        std::fs::write(d.join("jwt.secret"), SECRET).unwrap();
+        config(
+            d,
+            &format!(
+                "[identity]\njwt_hs256_secret_file = {:?}\nmode_claim = \"mode\"\n",
+                d.join("jwt.secret").display().to_string()
+            ),
+        )
+    });
+    let as_mode = |mode: Option<&str>| {
+        let mut claims = json!({"sub": "ann", "exp": in_an_hour()});
+        if let Some(m) = mode {
+            claims["mode"] = Value::from(m);
+        }
+        token(SECRET, claims)
+    };
+    let mut r = Session::open(g.port, Some(&as_mode(Some("readonly")))).unwrap();
+    assert_eq!(
+        r.tool_names(None),
+        [
+            "mcp__a__get_doc",
+            "mcp__a__calls",
+            "mcp__a__crash",
+            "mcp__a__grow",
+            "mcp__b__get_doc",
+            "mcp__b__calls",
+        ]
+    );
+    let c = r.call("mcp__a__touch", json!({}));
+    assert_eq!(
+        c["result"]["structuredContent"]["metadata"]["stage"], "mode",
+        "{c}"
+    );
+    for mode in [Some("agent"), None] {
+        let mut a = Session::open(g.port, Some(&as_mode(mode))).unwrap();
+        let c = a.call("mcp__a__touch", json!({}));
+        assert_eq!(c["result"]["structuredContent"]["tool"], "touch", "{c}");
+    }
+    assert_eq!(calls_received(g.dir.path()), ["touch", "touch"]);
+    let undeclared = as_mode(Some("root"));
+    let refusal = json!({"error": "forbidden: the mode `root` is not a mode of the policy (agent, readonly)"});
+    let r = Session::open(g.port, Some(&undeclared))
+        .err()
+        .expect("refused");
+    assert_eq!((r.status, r.json()), (403, refusal.clone()));
+    let r = post(
+        g.port,
+        "/v1/check_call",
+        &[format!("Authorization: Bearer {undeclared}")],
+        br#"{"call":{"name":"mcp__a__touch"}}"#,
+    );
+    assert_eq!((r.status, r.json()), (403, refusal));
+}
+
+#[test]
+fn resources_and_prompts_are_refused_with_the_reason_and_reach_no_server() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    for (method, params) in [
+        ("resources/list", json!({})),
+        ("resources/templates/list", json!({})),
+        ("resources/read", json!({"uri": "file:///etc/passwd"})),
+        ("prompts/list", json!({})),
+        ("prompts/get", json!({"name": "mcp__a__p"})),
+    ] {
+        let r = s.request(method, params);
+        assert_eq!(
+            r["error"],
+            json!({"code": -32601,
+                   "message": format!("Method not found: {method}: the toolwarden gateway serves tools only; the policy judges tool calls, and upstream resources and prompts are not forwarded unjudged"),
+                   "data": {"method": method}}),
+            "{r}"
+        );
+    }
+    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
 }

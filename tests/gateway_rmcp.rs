@@ -14,7 +14,9 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolwarden::mcp::gateway::handler::GatewayHandler;
-use toolwarden::mcp::gateway::{Gateway, GatewayConfig, Identity, MemoryStore};
+use toolwarden::mcp::gateway::{
+    Gateway, GatewayConfig, Identity, MemoryStore, SessionKey, SessionStore, StoreError,
+};
 use toolwarden::Policy;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -23,11 +25,12 @@ async fn rmcp_alone_runs_no_call_without_an_id_and_no_batch() {
     let text = config(dir.path(), "").replace("listen = \"127.0.0.1:0\"\n", "");
     let config = GatewayConfig::parse(&text, dir.path()).unwrap();
     let policy = Policy::from_file(&config.policy).unwrap();
-    let store = Arc::new(MemoryStore::new(10, Duration::from_secs(60)));
+    let store = Arc::new(MemoryStore::new(10, 10, Duration::from_secs(60)));
     let gateway = Arc::new(Gateway::new(policy, config, store, None).unwrap());
     let (client, server) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server);
-    let handler = GatewayHandler::stdio(gateway, Identity::anonymous());
+    let session = gateway.store().open("anonymous", None).unwrap();
+    let handler = GatewayHandler::stdio(gateway, Identity::anonymous(), session.id);
     tokio::spawn(async move {
         if let Ok(running) = handler.serve((server_read, server_write)).await {
             let _ = running.waiting().await;
@@ -84,16 +87,18 @@ async fn rmcp_alone_runs_no_call_without_an_id_and_no_batch() {
 /// A store that is down.
 struct Down;
 
-impl toolwarden::mcp::gateway::SessionStore for Down {
+impl SessionStore for Down {
+    fn open(&self, _principal: &str, _id: Option<&str>) -> Result<SessionKey, StoreError> {
+        Err(StoreError::Unavailable("connection refused".to_string()))
+    }
     fn with_session(
         &self,
-        _key: &str,
+        _key: &SessionKey,
         _change: &mut dyn FnMut(&mut toolwarden::mcp::gateway::SessionState),
-    ) -> Result<(), toolwarden::mcp::gateway::StoreError> {
-        Err(toolwarden::mcp::gateway::StoreError(
-            "connection refused".to_string(),
-        ))
+    ) -> Result<(), StoreError> {
+        Err(StoreError::Unavailable("connection refused".to_string()))
     }
+    fn close(&self, _key: &SessionKey) {}
     fn len(&self) -> usize {
         0
     }
@@ -112,10 +117,11 @@ async fn a_session_store_that_is_down_refuses_every_call_and_an_audit_log_that_f
     let policy = Policy::from_file(&config.policy).unwrap();
     let gateway = Gateway::new(policy.clone(), config.clone(), Arc::new(Down), None).unwrap();
     let args = json!({}).as_object().cloned();
+    let k = SessionKey::new("anonymous", "k");
     let r = gateway
         .call(
             &Identity::anonymous(),
-            "k",
+            &k,
             None,
             "mcp__a__touch",
             args.clone(),
@@ -140,12 +146,13 @@ async fn a_session_store_that_is_down_refuses_every_call_and_an_audit_log_that_f
             Ok(())
         }
     }
-    let store = Arc::new(MemoryStore::new(10, Duration::from_secs(60)));
+    let store = Arc::new(MemoryStore::new(10, 10, Duration::from_secs(60)));
+    let k = store.open("anonymous", None).unwrap();
     let gateway = Gateway::new(policy, config, store, Some(Box::new(Full))).unwrap();
     let r = gateway
         .call(
             &Identity::anonymous(),
-            "k",
+            &k,
             None,
             "mcp__a__touch",
             args,

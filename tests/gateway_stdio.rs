@@ -78,6 +78,16 @@ fn on_stdio_every_line_is_parsed_strictly_and_every_call_judged_with_the_flags_i
         read()["result"]["structuredContent"]["metadata"]["stage"],
         "mode"
     );
+    // The stdio client is one session; another it names is unknown, and nothing runs.
+    send(
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp__a__hidden","arguments":{},"_meta":{"toolwarden/session":"fresh"}}}"#,
+    );
+    let r = read();
+    assert_eq!(
+        (r["error"]["code"].clone(), r["error"]["message"].clone()),
+        (json!(-32602), json!("Invalid session: unknown session `fresh`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle")),
+        "{r}"
+    );
     drop(input);
     let _ = child.wait();
     assert_eq!(calls_received(dir.path()), ["hidden"]);

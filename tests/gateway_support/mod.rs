@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -21,6 +22,21 @@ pub struct Gateway {
     pub child: Child,
     pub port: u16,
     pub dir: tempfile::TempDir,
+    /// The gateway's stderr lines so far.
+    pub log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Gateway {
+    /// The stderr lines so far that contain `needle`.
+    pub fn logged(&self, needle: &str) -> Vec<String> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .cloned()
+            .collect()
+    }
 }
 
 impl Drop for Gateway {
@@ -47,17 +63,42 @@ pub fn config(dir: &Path, extra: &str) -> String {
 
 /// Starts `toolwarden gateway` with the configuration `config(dir)` returns.
 pub fn start(config: impl FnOnce(&Path) -> String) -> Gateway {
+    start_with(config, None)
+}
+
+/// Starts `toolwarden gateway` with the configuration `config(dir)` returns, allowed at most
+/// `open_files` file descriptors when given (unix).
+pub fn start_with(config: impl FnOnce(&Path) -> String, open_files: Option<u64>) -> Gateway {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gateway.toml");
     std::fs::write(&path, config(dir.path())).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_toolwarden"));
+    command
         .args(["gateway", "--config"])
         .arg(&path)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    if let Some(n) = open_files {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: n as libc::rlim_t,
+                    rlim_max: n as libc::rlim_t,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = open_files;
+    let mut child = command.spawn().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     err.read_line(&mut line).unwrap();
@@ -69,14 +110,22 @@ pub fn start(config: impl FnOnce(&Path) -> String) -> Gateway {
         .parse()
         .unwrap();
     // Keep draining stderr so the gateway never blocks on it.
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
     std::thread::spawn(move || {
         let mut sink = String::new();
         while err.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
             eprint!("{sink}");
+            kept.lock().unwrap().push(sink.trim_end().to_string());
             sink.clear();
         }
     });
-    Gateway { child, port, dir }
+    Gateway {
+        child,
+        port,
+        dir,
+        log,
+    }
 }
 
 /// One HTTP response.

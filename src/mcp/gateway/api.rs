@@ -1,7 +1,8 @@
 //! The decision API (`POST /v1/classify`, `/v1/offer`, `/v1/check_call`), for agents in
 //! languages without a binding: JSON bodies mirroring the library, the library's JSON back,
 //! errors as `{"error": …}` with HTTP 400. The identity is the request's (the same rules as
-//! `/mcp`); `check_call` counts calls in the turn of the named `session`.
+//! `/mcp`); `POST /v1/sessions` opens a session for the request's principal, and
+//! `check_call` counts calls in the turn of the `session` it names (one so issued).
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use serde_json::{json, Value};
 
 use super::core::Gateway;
 use super::identity::Identity;
+use super::session_store::{SessionKey, StoreError};
 use crate::classify::Intent;
 
 fn error(status: StatusCode, message: String) -> Response {
@@ -72,6 +74,33 @@ fn intent_of(g: &Gateway, query: &Option<String>, intent: &Option<String>) -> In
     }
 }
 
+fn store_status(e: &StoreError) -> StatusCode {
+    match e {
+        StoreError::Unknown(_) => StatusCode::NOT_FOUND,
+        StoreError::PrincipalFull(_) => StatusCode::TOO_MANY_REQUESTS,
+        StoreError::Full(_) | StoreError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+    }
+}
+
+/// `POST /v1/sessions` (any JSON object body, `{}`): opens a session for the request's
+/// principal and answers `{"session": ID}`, the id to send as `check_call`'s `session` or in
+/// `_meta["toolwarden/session"]` on `/mcp`. HTTP 429 at the principal's cap, 503 at the
+/// gateway's.
+pub(crate) async fn open_session(
+    State(g): State<Arc<Gateway>>,
+    Extension(identity): Extension<Identity>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let _: serde_json::Map<String, Value> = match body(&bytes) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    match g.store().open(&identity.principal(), None) {
+        Ok(key) => Json(json!({"session": key.id})).into_response(),
+        Err(e) => error(store_status(&e), e.to_string()),
+    }
+}
+
 /// `POST /v1/classify` `{"query"}`: the intent, as the library's JSON.
 pub(crate) async fn classify(State(g): State<Arc<Gateway>>, bytes: axum::body::Bytes) -> Response {
     let b: ClassifyBody = match body(&bytes) {
@@ -101,8 +130,9 @@ pub(crate) async fn offer(
 }
 
 /// `POST /v1/check_call` `{"query" or "intent", "call": {"name", "arguments"[, "schema"]},
-/// "session"}`: the verdict as the library's JSON (`decision`, `tool`, …). With a `session`,
-/// an allowed call counts in that session's turn (a different query begins a new one).
+/// "session"}`: the verdict as the library's JSON (`decision`, `tool`, …). With a `session`
+/// (an id of `POST /v1/sessions` for this principal; another is HTTP 404), an allowed call
+/// counts in that session's turn (a different query begins a new one).
 pub(crate) async fn check_call(
     State(g): State<Arc<Gateway>>,
     Extension(identity): Extension<Identity>,
@@ -134,12 +164,12 @@ pub(crate) async fn check_call(
     };
     match &b.session {
         Some(s) => {
-            let key = format!("{}|api:{s}", identity.principal());
+            let key = SessionKey::new(identity.principal(), s.as_str());
             if let Err(e) = g.store().with_session(&key, &mut |st| {
                 st.enter(b.query.as_deref());
                 judge(&mut st.turn);
             }) {
-                return error(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+                return error(store_status(&e), e.to_string());
             }
         }
         None => judge(&mut crate::decision::Turn::new()),

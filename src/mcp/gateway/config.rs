@@ -39,7 +39,7 @@ pub struct GatewayConfig {
     pub servers: BTreeMap<String, ServerConfig>,
 }
 
-/// Bounds of the HTTP side and of the sessions (the `[limits]` table).
+/// Bounds of the HTTP side, of the sessions and of the upstream lists (the `[limits]` table).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Limits {
     /// Largest request body (`max_body_bytes`, default 4 MiB): a larger one gets HTTP 413.
@@ -48,13 +48,33 @@ pub struct Limits {
     /// (`request_timeout_secs`, default 30): slower headers close the connection, a slower
     /// body gets HTTP 408.
     pub request_timeout: Duration,
-    /// Most sessions kept (`max_sessions`, default 10,000): past it, the least recently used
-    /// is forgotten, and new MCP sessions are refused with HTTP 503.
+    /// A connection on which no byte moved either way for this long is closed
+    /// (`idle_timeout_secs`, default 120). Open event streams carry keep-alive comments more
+    /// often than that, so only a silent connection is closed.
+    pub idle_timeout: Duration,
+    /// Most connections served at once (`max_connections`, default 1,024): past it a new
+    /// connection waits in the listen backlog until one closes.
+    pub max_connections: usize,
+    /// Most sessions kept (`max_sessions`, default 10,000): past it a new session is refused
+    /// (HTTP 503); no live session is ever forgotten to make room.
     pub max_sessions: usize,
+    /// Most sessions kept for one principal (`max_sessions_per_principal`, default 100): past
+    /// it that principal's new session is refused (HTTP 429).
+    pub max_sessions_per_principal: usize,
     /// A session unused this long is forgotten (`session_idle_secs`, default 1,800).
     pub session_idle: Duration,
     /// Time an upstream has to answer one request (`upstream_timeout_secs`, default 60).
     pub upstream_timeout: Duration,
+    /// Time an upstream has to give its whole tool list, connecting included
+    /// (`list_timeout_secs`, default 10).
+    pub list_timeout: Duration,
+    /// After an upstream failed to connect or to list, it is reported unavailable without
+    /// being tried again for this long (`upstream_retry_secs`, default 5).
+    pub upstream_retry: Duration,
+    /// Most pages read of one upstream's tool list (`max_list_pages`, default 100).
+    pub max_list_pages: usize,
+    /// Most tools one upstream may list (`max_tools_per_server`, default 1,000).
+    pub max_tools_per_server: usize,
     /// Time the user has to answer a confirmation (`confirm_timeout_secs`, default 300); no
     /// answer is a decline.
     pub confirm_timeout: Duration,
@@ -65,9 +85,16 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 4 * 1024 * 1024,
             request_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 1024,
             max_sessions: 10_000,
+            max_sessions_per_principal: 100,
             session_idle: Duration::from_secs(1800),
             upstream_timeout: Duration::from_secs(60),
+            list_timeout: Duration::from_secs(10),
+            upstream_retry: Duration::from_secs(5),
+            max_list_pages: 100,
+            max_tools_per_server: 1000,
             confirm_timeout: Duration::from_secs(300),
         }
     }
@@ -134,9 +161,16 @@ struct Raw {
 struct RawLimits {
     max_body_bytes: Option<usize>,
     request_timeout_secs: Option<u64>,
+    idle_timeout_secs: Option<u64>,
+    max_connections: Option<usize>,
     max_sessions: Option<usize>,
+    max_sessions_per_principal: Option<usize>,
     session_idle_secs: Option<u64>,
     upstream_timeout_secs: Option<u64>,
+    list_timeout_secs: Option<u64>,
+    upstream_retry_secs: Option<u64>,
+    max_list_pages: Option<usize>,
+    max_tools_per_server: Option<usize>,
     confirm_timeout_secs: Option<u64>,
 }
 
@@ -235,28 +269,44 @@ impl GatewayConfig {
                 Some(n) => Ok(n),
                 None => Ok(d),
             };
+            let d = Limits::default();
             limits = Limits {
-                max_body_bytes: count(l.max_body_bytes, "max_body_bytes", limits.max_body_bytes)?,
+                max_body_bytes: count(l.max_body_bytes, "max_body_bytes", d.max_body_bytes)?,
                 request_timeout: secs(
                     l.request_timeout_secs,
                     "request_timeout_secs",
-                    limits.request_timeout,
+                    d.request_timeout,
                 )?,
-                max_sessions: count(l.max_sessions, "max_sessions", limits.max_sessions)?,
-                session_idle: secs(
-                    l.session_idle_secs,
-                    "session_idle_secs",
-                    limits.session_idle,
+                idle_timeout: secs(l.idle_timeout_secs, "idle_timeout_secs", d.idle_timeout)?,
+                max_connections: count(l.max_connections, "max_connections", d.max_connections)?,
+                max_sessions: count(l.max_sessions, "max_sessions", d.max_sessions)?,
+                max_sessions_per_principal: count(
+                    l.max_sessions_per_principal,
+                    "max_sessions_per_principal",
+                    d.max_sessions_per_principal,
                 )?,
+                session_idle: secs(l.session_idle_secs, "session_idle_secs", d.session_idle)?,
                 upstream_timeout: secs(
                     l.upstream_timeout_secs,
                     "upstream_timeout_secs",
-                    limits.upstream_timeout,
+                    d.upstream_timeout,
+                )?,
+                list_timeout: secs(l.list_timeout_secs, "list_timeout_secs", d.list_timeout)?,
+                upstream_retry: secs(
+                    l.upstream_retry_secs,
+                    "upstream_retry_secs",
+                    d.upstream_retry,
+                )?,
+                max_list_pages: count(l.max_list_pages, "max_list_pages", d.max_list_pages)?,
+                max_tools_per_server: count(
+                    l.max_tools_per_server,
+                    "max_tools_per_server",
+                    d.max_tools_per_server,
                 )?,
                 confirm_timeout: secs(
                     l.confirm_timeout_secs,
                     "confirm_timeout_secs",
-                    limits.confirm_timeout,
+                    d.confirm_timeout,
                 )?,
             };
         }
@@ -335,6 +385,67 @@ url = "http://127.0.0.1:9100/mcp"
         assert_eq!(
             c.servers["notes"],
             ServerConfig::Url("http://127.0.0.1:9100/mcp".into())
+        );
+    }
+
+    #[test]
+    fn the_connection_session_and_list_limits_have_defaults_and_can_be_set() {
+        let fs = "\n[servers.fs]\ncommand = [\"x\"]\n";
+        let c = GatewayConfig::parse(&format!("policy = \"p\"{fs}"), Path::new(".")).unwrap();
+        let l = &c.limits;
+        assert_eq!(
+            (
+                l.idle_timeout,
+                l.max_connections,
+                l.max_sessions_per_principal,
+                l.list_timeout,
+                l.upstream_retry,
+                l.max_list_pages,
+                l.max_tools_per_server
+            ),
+            (
+                Duration::from_secs(120),
+                1024,
+                100,
+                Duration::from_secs(10),
+                Duration::from_secs(5),
+                100,
+                1000
+            )
+        );
+        let c = GatewayConfig::parse(
+            &format!(
+                "policy = \"p\"\n[limits]\nidle_timeout_secs = 7\nmax_connections = 3\n\
+                 max_sessions_per_principal = 4\nlist_timeout_secs = 2\nupstream_retry_secs = 9\n\
+                 max_list_pages = 5\nmax_tools_per_server = 6\nmax_body_bytes = 10{fs}"
+            ),
+            Path::new("."),
+        )
+        .unwrap();
+        let l = &c.limits;
+        assert_eq!(
+            (
+                l.idle_timeout,
+                l.max_connections,
+                l.max_sessions_per_principal,
+                l.list_timeout,
+                l.upstream_retry,
+                l.max_list_pages,
+                l.max_tools_per_server,
+                l.max_body_bytes,
+                l.max_sessions
+            ),
+            (
+                Duration::from_secs(7),
+                3,
+                4,
+                Duration::from_secs(2),
+                Duration::from_secs(9),
+                5,
+                6,
+                10,
+                10_000
+            )
         );
     }
 

@@ -11,18 +11,22 @@ use serde_json::{json, Map, Value};
 
 use super::config::GatewayConfig;
 use super::identity::Identity;
-use super::session_store::{SessionStore, StoreError};
-use super::upstream::Upstream;
+use super::session_store::{SessionKey, SessionStore, StoreError};
+use super::upstream::{ListLimits, Upstream};
 use crate::audit::Clock;
 use crate::classify::Intent;
 use crate::mcp::judge::{CallJudgment, Judge, Refusal};
 use crate::mcp::message::INVALID_PARAMS;
+
+/// JSON-RPC "Internal error".
+const INTERNAL_ERROR: i64 = -32603;
 use crate::mcp::record::{args_digest, AuditSink, CallRecord, MillisClock};
 use crate::policy::Policy;
 
 /// The `_meta` key of `tools/list` and `tools/call` params carrying the user's query.
 pub const QUERY_META: &str = "toolwarden/query";
-/// The `_meta` key of `tools/list` and `tools/call` params naming the client's session.
+/// The `_meta` key of `tools/list` and `tools/call` params naming a session the gateway issued
+/// to the request's principal (`POST /v1/sessions`); without it, the `Mcp-Session-Id`.
 pub const SESSION_META: &str = "toolwarden/session";
 
 /// What the client sees for one `tools/call`: a result (`CallToolResult` JSON, possibly
@@ -81,6 +85,20 @@ fn tool_error(text: &str, structured: Value) -> Value {
     })
 }
 
+/// The JSON-RPC error for a session the store cannot serve: an unknown session or a full
+/// store is the client's to fix (-32602), an unreachable store is the gateway's (-32603).
+pub fn store_refusal(e: &StoreError) -> CallAnswer {
+    let code = match e {
+        StoreError::Unavailable(_) => INTERNAL_ERROR,
+        _ => INVALID_PARAMS,
+    };
+    CallAnswer::Error {
+        code,
+        message: format!("Invalid session: {e}"),
+        data: Some(json!({"blocked_by_policy": true})),
+    }
+}
+
 impl Gateway {
     /// A gateway for `config`, judging with `policy`, keeping sessions in `store`, recording
     /// into `audit` when given.
@@ -111,6 +129,7 @@ impl Gateway {
                         name,
                         s.clone(),
                         config.limits.upstream_timeout,
+                        ListLimits::of(&config.limits),
                     )),
                 )
             })
@@ -144,6 +163,20 @@ impl Gateway {
         &self.store
     }
 
+    /// Why `identity` cannot be judged, when its mode (a token's mode claim, or `--mode` on
+    /// stdio) is not a mode the policy declares; `None` when it has no mode or a declared one.
+    pub fn unknown_mode(&self, identity: &Identity) -> Option<String> {
+        let mode = identity.mode.as_deref()?;
+        if self.policy.modes().any(|m| m == mode) {
+            return None;
+        }
+        let declared: Vec<&str> = self.policy.modes().collect();
+        Some(format!(
+            "the mode `{mode}` is not a mode of the policy ({})",
+            declared.join(", ")
+        ))
+    }
+
     /// The intent of a request: the query's when one is given, else the configured intent,
     /// else the policy's fallback intent.
     pub fn intent(&self, query: Option<&str>) -> Intent {
@@ -175,31 +208,55 @@ impl Gateway {
         })
     }
 
-    /// Enters session `key` with `query` (a different query begins a new turn).
-    fn enter(&self, key: &str, query: Option<&str>) -> Result<(), StoreError> {
-        self.store.with_session(key, &mut |s| s.enter(query))
+    /// Enters `session` with `query` (a different query begins a new turn).
+    fn enter(&self, session: &SessionKey, query: Option<&str>) -> Result<(), StoreError> {
+        self.store.with_session(session, &mut |s| s.enter(query))
     }
 
-    /// The tools `identity` may see, from every upstream server, named `mcp__<server>__<tool>`,
-    /// and the servers that are unavailable (`{"server", "reason"}` each). `elicitation`: the
-    /// client confirms through elicitation, so no confirmation field is declared.
+    /// The tools `identity` may see in `session`, from every upstream server, named
+    /// `mcp__<server>__<tool>`, and the servers that are unavailable (`{"server", "reason"}`
+    /// each). `elicitation`: the client confirms through elicitation, so no confirmation field
+    /// is declared.
+    ///
+    /// # Errors
+    ///
+    /// The store's error when `session` is unknown or the store cannot be reached; nothing is
+    /// listed then.
     pub async fn list(
         &self,
         identity: &Identity,
-        key: &str,
+        session: &SessionKey,
         query: Option<&str>,
         elicitation: bool,
-    ) -> (Vec<Value>, Vec<Value>) {
+    ) -> Result<(Vec<Value>, Vec<Value>), StoreError> {
         let mut tools = Vec::new();
         let mut unavailable = Vec::new();
-        if let Err(e) = self.enter(key, query) {
+        if let Err(e) = self.enter(session, query) {
             log(&format!("tools/list: {e}; no tool is listed"));
-            unavailable.push(json!({"server": null, "reason": e.to_string()}));
-            return (tools, unavailable);
+            return Err(e);
         }
         let intent = self.intent(query);
-        for (name, upstream) in &self.upstreams {
-            let listed = match upstream.tools().await {
+        // Every server's list at once, each within its own time limit: one that hangs costs
+        // one `list_timeout`, not one per server.
+        let mut fetching = tokio::task::JoinSet::new();
+        for (i, upstream) in self.upstreams.values().enumerate() {
+            let upstream = upstream.clone();
+            fetching.spawn(async move { (i, upstream.tools().await) });
+        }
+        let mut lists: Vec<Result<Arc<Vec<Value>>, String>> = self
+            .upstreams
+            .keys()
+            .map(|_| Err("the tool list could not be fetched".to_string()))
+            .collect();
+        while let Some(done) = fetching.join_next().await {
+            if let Ok((i, listed)) = done {
+                if let Some(slot) = lists.get_mut(i) {
+                    *slot = listed;
+                }
+            }
+        }
+        for ((name, _), listed) in self.upstreams.iter().zip(lists) {
+            let listed = match listed {
                 Ok(t) => t,
                 Err(reason) => {
                     unavailable.push(json!({"server": name, "reason": reason}));
@@ -236,7 +293,7 @@ impl Gateway {
                 u["reason"].as_str().unwrap_or("?")
             ));
         }
-        (tools, unavailable)
+        Ok((tools, unavailable))
     }
 
     fn told_once(&self, key: &str) -> bool {
@@ -258,16 +315,17 @@ impl Gateway {
             .map_err(|e| format!("the audit log could not be written ({e})"))
     }
 
-    /// Judges the call of `name` (`mcp__<server>__<tool>`) with `arguments` in session `key`,
+    /// Judges the call of `name` (`mcp__<server>__<tool>`) with `arguments` in `session`,
     /// and forwards it when allowed. When the policy holds it for confirmation and `confirm`
     /// is given (the client declared elicitation), `confirm` asks the user with the message it
     /// is given, and the call runs only when the user accepted; the model's own confirmation
     /// fields are removed from the arguments then, so only the user can confirm. Without
-    /// `confirm`, the digest-bound confirmation field of the policy applies.
+    /// `confirm`, the digest-bound confirmation field of the policy applies. An unknown
+    /// `session` is a JSON-RPC error, and nothing is judged or forwarded.
     pub async fn call<F, Fut>(
         &self,
         identity: &Identity,
-        key: &str,
+        session: &SessionKey,
         query: Option<&str>,
         name: &str,
         arguments: Option<Map<String, Value>>,
@@ -282,6 +340,9 @@ impl Gateway {
             message: format!("Unknown tool: {name}"),
             data: Some(json!({"reason": reason, "blocked_by_policy": true})),
         };
+        if let Err(e) = self.enter(session, query) {
+            return self.session_refused(&e, name);
+        }
         let Some((server, tool)) = name
             .strip_prefix("mcp__")
             .and_then(|rest| rest.split_once("__"))
@@ -337,7 +398,7 @@ impl Gateway {
                 return self.refused(&r, name);
             }
         };
-        let mut judged = match self.judge_call(&judge, name, key, query, schema, tool, &args) {
+        let mut judged = match self.judge_call(&judge, name, session, query, schema, tool, &args) {
             Ok(j) => j,
             Err(answer) => return answer,
         };
@@ -356,7 +417,7 @@ impl Gateway {
                         judged = match self.judge_call(
                             &judge,
                             name,
-                            key,
+                            session,
                             query,
                             schema,
                             tool,
@@ -426,14 +487,14 @@ impl Gateway {
         &self,
         judge: &Judge,
         name: &str,
-        key: &str,
+        session: &SessionKey,
         query: Option<&str>,
         schema: Option<&Value>,
         tool: &str,
         args: &Value,
     ) -> Result<CallJudgment, CallAnswer> {
         let mut out = None;
-        let stored = self.store.with_session(key, &mut |s| {
+        let stored = self.store.with_session(session, &mut |s| {
             s.enter(query);
             // Each request is answered before the client sends the next one that may confirm
             // it: the holds of earlier requests may be confirmed, the ones of this request not.
@@ -446,16 +507,25 @@ impl Gateway {
         });
         match (stored, out) {
             (Ok(()), Some(j)) => Ok(j),
-            (Err(e), _) => {
-                let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
-                log(&text);
-                Err(self.refused(&Refusal::error(&text), name))
-            }
+            (Err(e), _) => Err(self.session_refused(&e, name)),
             (Ok(()), None) => {
                 let text = format!("toolwarden cannot judge `{name}`; the call is refused");
                 Err(self.refused(&Refusal::error(&text), name))
             }
         }
+    }
+
+    /// The answer to a call of `name` whose session the store cannot serve: an unreachable
+    /// store refuses the call as a tool error, an unknown session or a full store is a
+    /// JSON-RPC error ([`store_refusal`]).
+    fn session_refused(&self, e: &StoreError, name: &str) -> CallAnswer {
+        if let StoreError::Unavailable(_) = e {
+            let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
+            log(&text);
+            return self.refused(&Refusal::error(&text), name);
+        }
+        log(&format!("tools/call of `{name}`: {e}; the call is refused"));
+        store_refusal(e)
     }
 
     fn refused(&self, r: &Refusal, name: &str) -> CallAnswer {

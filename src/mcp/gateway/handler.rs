@@ -1,22 +1,26 @@
 //! The gateway as an MCP server (an rmcp [`ServerHandler`]): `tools/list` is the aggregated,
 //! judged list, paginated; `tools/call` is judged by [`Gateway::call`], with the user asked
-//! through `elicitation/create` when the client declared elicitation. Nothing else is served
-//! (resources and prompts are not forwarded), so nothing reaches an upstream unjudged.
+//! through `elicitation/create` when the client declared elicitation. Nothing else is served:
+//! `resources/*` and `prompts/*` are refused with a JSON-RPC error saying why ([`not_served`]),
+//! so nothing reaches an upstream unjudged.
 
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
-    ElicitationAction, ErrorCode, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ElicitationAction, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::RoleServer;
 use serde_json::{json, Value};
 
-use super::core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
+use super::core::{store_refusal, CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
 use super::identity::Identity;
+use super::session_store::SessionKey;
 
 /// Tools per `tools/list` page.
 pub const PAGE_SIZE: usize = 100;
@@ -25,9 +29,21 @@ pub const PAGE_SIZE: usize = 100;
 #[derive(Clone, Debug)]
 pub struct GatewayHandler {
     gateway: Arc<Gateway>,
-    /// The identity of the one stdio client (the command line's); `None` over HTTP, where
-    /// each request carries its own.
-    stdio_identity: Option<Identity>,
+    /// The identity of the one stdio client (the command line's) and the session the gateway
+    /// opened for it; `None` over HTTP, where each request carries its own.
+    stdio: Option<(Identity, String)>,
+}
+
+/// The refusal of `method` (a `resources/…` or `prompts/…` request): JSON-RPC -32601 saying
+/// that the gateway serves tools only. The policy judges tool calls; a resource read or a
+/// prompt of an upstream would reach it, and its content the model, with no decision (no
+/// connector allowlist, role, tenant or intent applies to it), so none is forwarded.
+pub fn not_served(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: {method}: the toolwarden gateway serves tools only; the policy judges tool calls, and upstream resources and prompts are not forwarded unjudged"),
+        Some(json!({"method": method})),
+    )
 }
 
 fn internal(message: &str) -> ErrorData {
@@ -39,28 +55,39 @@ impl GatewayHandler {
     pub fn http(gateway: Arc<Gateway>) -> GatewayHandler {
         GatewayHandler {
             gateway,
-            stdio_identity: None,
+            stdio: None,
         }
     }
 
-    /// A handler for the one stdio client, who is `identity`.
-    pub fn stdio(gateway: Arc<Gateway>, identity: Identity) -> GatewayHandler {
+    /// A handler for the one stdio client, who is `identity`, in the session `session` the
+    /// gateway opened for it ([`crate::mcp::gateway::SessionStore::open`]).
+    pub fn stdio(gateway: Arc<Gateway>, identity: Identity, session: String) -> GatewayHandler {
         GatewayHandler {
             gateway,
-            stdio_identity: Some(identity),
+            stdio: Some((identity, session)),
         }
     }
 
-    /// The identity and the session key of a request. Over HTTP the identity is the one the
-    /// HTTP layer verified (a request without one is refused: fail closed); the key is the
-    /// principal joined with the client's `_meta["toolwarden/session"]`, else the
-    /// `Mcp-Session-Id` header, else nothing (one session per principal).
+    /// The identity and the session of a request. Over HTTP the identity is the one the HTTP
+    /// layer verified (a request without one is refused: fail closed); on stdio, the command
+    /// line's. The session is the one `_meta["toolwarden/session"]` names, else the
+    /// `Mcp-Session-Id` (HTTP) or the stdio client's; either way one the gateway issued to
+    /// this principal, which the store checks. A request naming none is refused.
     fn who(
         &self,
         ctx: &RequestContext<RoleServer>,
         meta: &Value,
-    ) -> Result<(Identity, String), ErrorData> {
-        let named = meta.get(SESSION_META).and_then(Value::as_str);
+    ) -> Result<(Identity, SessionKey), ErrorData> {
+        let named = match meta.get(SESSION_META) {
+            None => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => {
+                return Err(ErrorData::invalid_params(
+                    format!("Invalid params: `_meta[\"{SESSION_META}\"]` must be a string"),
+                    None,
+                ))
+            }
+        };
         if let Some(parts) = ctx.extensions.get::<http::request::Parts>() {
             let identity = parts
                 .extensions
@@ -71,23 +98,33 @@ impl GatewayHandler {
                 .headers
                 .get("mcp-session-id")
                 .and_then(|h| h.to_str().ok());
-            let key = match (named, header) {
-                (Some(n), _) => format!("{}|s:{n}", identity.principal()),
-                (None, Some(h)) => format!("{}|h:{h}", identity.principal()),
-                (None, None) => format!("{}|-", identity.principal()),
+            let Some(id) = named.or(header) else {
+                return Err(ErrorData::invalid_params(
+                    format!("Invalid session: the request names no session; send the `Mcp-Session-Id` of initialize, or `_meta[\"{SESSION_META}\"]` with an id of POST /v1/sessions"),
+                    None,
+                ));
             };
+            let key = SessionKey::new(identity.principal(), id);
             return Ok((identity, key));
         }
-        match &self.stdio_identity {
-            Some(i) => Ok((
-                i.clone(),
-                format!(
-                    "stdio|{}",
-                    named.map(|n| format!("s:{n}")).unwrap_or_default()
-                ),
-            )),
+        match &self.stdio {
+            Some((i, session)) => {
+                let key = SessionKey::new(i.principal(), named.unwrap_or(session));
+                Ok((i.clone(), key))
+            }
             None => Err(internal("the request has no verified identity")),
         }
+    }
+}
+
+fn refusal(answer: CallAnswer) -> ErrorData {
+    match answer {
+        CallAnswer::Error {
+            code,
+            message,
+            data,
+        } => ErrorData::new(ErrorCode(code as i32), message, data),
+        CallAnswer::Result(v) => internal(&v.to_string()),
     }
 }
 
@@ -144,7 +181,8 @@ impl ServerHandler for GatewayHandler {
         let (tools, unavailable) = self
             .gateway
             .list(&identity, &key, query, elicits(&context))
-            .await;
+            .await
+            .map_err(|e| refusal(store_refusal(&e)))?;
         let end = (start + PAGE_SIZE).min(tools.len());
         let page: Vec<Value> = tools
             .get(start..end)
@@ -159,6 +197,46 @@ impl ServerHandler for GatewayHandler {
         }
         serde_json::from_value(result)
             .map_err(|e| internal(&format!("cannot build the tools/list result: {e}")))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Err(not_served("resources/list"))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Err(not_served("resources/templates/list"))
+    }
+
+    async fn read_resource(
+        &self,
+        _request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        Err(not_served("resources/read"))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Err(not_served("prompts/list"))
+    }
+
+    async fn get_prompt(
+        &self,
+        _request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        Err(not_served("prompts/get"))
     }
 
     async fn call_tool(

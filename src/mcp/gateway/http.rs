@@ -1,7 +1,8 @@
 //! The HTTP side: one listener serving MCP Streamable HTTP at `/mcp` (rmcp's service) and the
 //! decision API at `/v1/…`, behind one layer that every request crosses first:
 //!
-//! - identity: with `[identity]`, a request without a valid bearer token gets HTTP 401;
+//! - identity: with `[identity]`, a request without a valid bearer token gets HTTP 401, and
+//!   one whose token names a mode the policy does not declare gets HTTP 403;
 //! - a POST body is read within the size cap (HTTP 413) and the time limit (HTTP 408), then
 //!   parsed once, strictly ([`parse_message`]: a duplicated key or too deep is -32600, not
 //!   JSON is -32700, both with HTTP 400), and what the handlers read is that parsed value
@@ -12,6 +13,9 @@
 //! - an MCP session belongs to the principal whose `initialize` opened it: a request naming
 //!   another principal's session (or one the gateway did not open) gets HTTP 404, whatever its
 //!   method (POST, GET, DELETE), so nobody answers another's elicitation or ends their session;
+//! - `initialize` opens the session's judging state for the principal in the session store; at
+//!   the store's caps the new MCP session is closed again and refused (HTTP 429 for the
+//!   principal's cap, 503 for the gateway's), and a DELETE of the session forgets that state;
 //! - on a loopback listener, the decision API checks the `Host` header as rmcp does for `/mcp`
 //!   (a page that rebinds a name to 127.0.0.1 gets HTTP 403).
 
@@ -34,6 +38,7 @@ use super::api;
 use super::core::Gateway;
 use super::handler::GatewayHandler;
 use super::identity::{Identity, Verifier};
+use super::session_store::StoreError;
 use crate::mcp::message::{parse_message, rpc_error, INVALID_REQUEST};
 
 /// What the guard layer needs.
@@ -122,6 +127,12 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             }
         }
     };
+    if let Some(why) = g.gateway.unknown_mode(&identity) {
+        return json_response(
+            StatusCode::FORBIDDEN,
+            json!({"error": format!("forbidden: {why}")}),
+        );
+    }
     let principal = identity.principal();
     let (mut parts, body) = req.into_parts();
     parts.extensions.insert(identity);
@@ -154,7 +165,17 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
         }
     }
     if parts.method != axum::http::Method::POST {
-        return next.run(Request::from_parts(parts, body)).await;
+        let ends = mcp && parts.method == axum::http::Method::DELETE;
+        let response = next.run(Request::from_parts(parts, body)).await;
+        if let (true, Some(id), true) = (ends, &session, response.status().is_success()) {
+            g.gateway
+                .store()
+                .close(&super::session_store::SessionKey::new(
+                    principal,
+                    id.as_str(),
+                ));
+        }
+        return response;
     }
     let limits = &g.gateway.config().limits;
     let read = Limited::new(body, limits.max_body_bytes).collect();
@@ -214,6 +235,17 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             .get("mcp-session-id")
             .and_then(|h| h.to_str().ok())
         {
+            let id = id.to_string();
+            // The judging state of the session, bound to the principal; refused at a cap.
+            if let Err(e) = g.gateway.store().open(&principal, Some(&id)) {
+                use rmcp::transport::streamable_http_server::session::SessionManager;
+                let _ = g.sessions.close_session(&id.as_str().into()).await;
+                let status = match e {
+                    StoreError::PrincipalFull(_) => StatusCode::TOO_MANY_REQUESTS,
+                    _ => StatusCode::SERVICE_UNAVAILABLE,
+                };
+                return json_response(status, json!({"error": e.to_string()}));
+            }
             let live = g.sessions.sessions.read().await;
             let mut owners = g
                 .owners
@@ -221,7 +253,7 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             // Forget the sessions rmcp no longer keeps (expired or deleted): bounded by its cap.
             owners.retain(|sid, _| live.contains_key(sid.as_str()));
-            owners.insert(id.to_string(), principal);
+            owners.insert(id, principal);
         }
     }
     response
@@ -242,8 +274,12 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(limits.session_idle);
     let sessions = Arc::new(sessions);
-    let mut http_config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(limits.max_body_bytes);
+    // An open event stream carries a keep-alive comment well within the idle timeout, so only
+    // a silent connection is closed as idle.
+    let keep_alive = (limits.idle_timeout / 3).min(std::time::Duration::from_secs(15));
+    let mut http_config = StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(limits.max_body_bytes)
+        .with_sse_keep_alive(Some(keep_alive));
     if config.listen.is_some_and(|a| !a.ip().is_loopback()) {
         // Identity is required there: every request carries a verified token.
         http_config = http_config.disable_allowed_hosts();
@@ -266,6 +302,7 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
         .route("/v1/classify", post(api::classify))
         .route("/v1/offer", post(api::offer))
         .route("/v1/check_call", post(api::check_call))
+        .route("/v1/sessions", post(api::open_session))
         .with_state(gateway)
         .layer(axum::middleware::from_fn_with_state(guard_state, guard)))
 }

@@ -12,7 +12,7 @@ use crate::eval::Request;
 /// The identity of one request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Identity {
-    /// The token's `sub` (`None`: anonymous, or a token without one).
+    /// The token's `sub` (`None`: anonymous; a token without one is refused).
     pub subject: Option<String>,
     /// Roles from the roles claim.
     pub roles: Vec<String>,
@@ -56,14 +56,14 @@ impl Identity {
         r
     }
 
-    /// A stable text naming this principal, the prefix of its session keys (so that one
-    /// principal can never land in another's session).
+    /// A stable text naming this principal, whose sessions are its own: `anonymous` without
+    /// a subject, else the JSON array `[sub, tenant]` (so no two subjects and tenants give the
+    /// same text).
     pub fn principal(&self) -> String {
-        format!(
-            "{}|{}",
-            self.subject.as_deref().unwrap_or("-"),
-            self.tenant.as_deref().unwrap_or("-")
-        )
+        match &self.subject {
+            None => "anonymous".to_string(),
+            Some(sub) => serde_json::json!([sub, self.tenant]).to_string(),
+        }
     }
 }
 
@@ -136,7 +136,8 @@ impl Verifier {
     /// # Errors
     ///
     /// Why the request is unauthorized: no bearer token, a bad signature, an expired or
-    /// malformed token, a claim of the wrong type.
+    /// malformed token, a claim of the wrong type, no `sub` (or an empty one): the subject is
+    /// the principal whose sessions the request may use, and tokens without one would share.
     pub fn verify(&self, authorization: Option<&str>) -> Result<Identity, String> {
         let header = authorization.ok_or("no bearer token")?;
         let token = header
@@ -175,8 +176,17 @@ impl Verifier {
                 Some(_) => Err(format!("claim `{name}` must be a string")),
             }
         };
+        let subject = match string("sub")? {
+            Some(s) if !s.is_empty() => s,
+            _ => {
+                return Err(
+                    "the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject"
+                        .to_string(),
+                )
+            }
+        };
         Ok(Identity {
-            subject: string("sub")?,
+            subject: Some(subject),
             roles: strings(&c.roles_claim)?.unwrap_or_default(),
             permissions: strings(&c.permissions_claim)?.unwrap_or_default(),
             tenant: string(&c.tenant_claim)?,
@@ -186,5 +196,26 @@ impl Verifier {
             },
             connectors: strings(&c.connectors_claim)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn principals_of_different_subjects_and_tenants_never_collide() {
+        let who = |sub: Option<&str>, tenant: Option<&str>| {
+            Identity {
+                subject: sub.map(str::to_string),
+                tenant: tenant.map(str::to_string),
+                ..Identity::default()
+            }
+            .principal()
+        };
+        assert_eq!(who(None, None), "anonymous");
+        assert_eq!(who(Some("a|b"), None), r#"["a|b",null]"#);
+        assert_eq!(who(Some("a"), Some("b|-")), r#"["a","b|-"]"#);
+        assert_eq!(who(Some("anonymous"), None), r#"["anonymous",null]"#);
     }
 }

@@ -8,6 +8,7 @@
 //! - [`upstream`]: one upstream server through the rmcp client.
 //! - [`core`]: the aggregated listing and the judged call, transport-free.
 //! - [`handler`]: the rmcp server handler over [`core`].
+//! - [`listener`]: the accept loop (connection cap, idle connections closed, back-off).
 //! - [`http`]: Streamable HTTP at `/mcp` and the decision API ([`api`]) behind the strict,
 //!   authenticating guard layer.
 //! - [`stdio`]: one client on stdio, each line parsed strictly before rmcp reads it.
@@ -18,6 +19,7 @@ pub mod core;
 pub mod handler;
 pub mod http;
 pub mod identity;
+pub mod listener;
 pub mod session_store;
 pub mod stdio;
 pub mod upstream;
@@ -27,7 +29,9 @@ use std::sync::Arc;
 pub use config::{GatewayConfig, IdentityConfig, KeySource, Limits, ServerConfig};
 pub use core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
 pub use identity::{Identity, Verifier};
-pub use session_store::{MemoryStore, SessionState, SessionStore, StoreError};
+pub use session_store::{
+    new_session_id, MemoryStore, SessionKey, SessionState, SessionStore, StoreError,
+};
 
 use crate::mcp::record::AuditSink;
 use crate::policy::Policy;
@@ -64,6 +68,7 @@ pub fn serve(
     }
     let store = Arc::new(MemoryStore::new(
         config.limits.max_sessions,
+        config.limits.max_sessions_per_principal,
         config.limits.session_idle,
     ));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -85,7 +90,7 @@ pub fn serve(
                 }
             });
         }
-        let limits_timeout = gateway.config().limits.request_timeout;
+        let limits = gateway.config().limits.clone();
         match listen {
             Some(addr) => {
                 let app = http::app(gateway)?;
@@ -94,46 +99,9 @@ pub fn serve(
                     .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 let local = listener.local_addr().map_err(|e| e.to_string())?;
                 eprintln!("toolwarden gateway: listening on http://{local}/mcp");
-                serve_http(listener, app, limits_timeout).await
+                listener::serve(listener, app, &limits).await
             }
             None => stdio::serve(gateway, stdio_identity).await,
         }
     })
-}
-
-/// Serves `app` on `listener` until Ctrl-C, each connection with a time limit on reading a
-/// request's headers (`header_timeout`, a slow client is disconnected), HTTP/1.1 and HTTP/2.
-async fn serve_http(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    header_timeout: std::time::Duration,
-) -> Result<(), String> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-    use hyper_util::service::TowerToHyperService;
-    let stop = tokio::signal::ctrl_c();
-    tokio::pin!(stop);
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    eprintln!("toolwarden gateway: cannot accept a connection: {e}");
-                    continue;
-                }
-            },
-            _ = &mut stop => return Ok(()),
-        };
-        let service = TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            let mut builder = Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout);
-            let _ = builder
-                .serve_connection_with_upgrades(TokioIo::new(stream), service)
-                .await;
-        });
-    }
 }

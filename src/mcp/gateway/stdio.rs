@@ -99,7 +99,14 @@ pub async fn serve(gateway: Arc<Gateway>, identity: Identity) -> Result<(), Stri
             let _ = to_rmcp.shutdown().await;
         });
     }
-    let running = GatewayHandler::stdio(gateway, identity)
+    if let Some(why) = gateway.unknown_mode(&identity) {
+        return Err(format!("--mode: {why}"));
+    }
+    let session = gateway
+        .store()
+        .open(&identity.principal(), None)
+        .map_err(|e| format!("the stdio session cannot be opened: {e}"))?;
+    let running = GatewayHandler::stdio(gateway, identity, session.id)
         .serve((rmcp_in, rmcp_out))
         .await
         .map_err(|e| format!("the MCP session did not start: {e}"))?;

@@ -1,21 +1,24 @@
 //! One upstream MCP server, reached with the rmcp client over a child process's stdio or over
-//! Streamable HTTP: connected on first use, its tool list fetched (every page) before any of
-//! its calls is judged and again after `notifications/tools/list_changed`, and reconnected
-//! after it went away.
+//! Streamable HTTP: connected on first use, its tool list fetched (every page, within the
+//! page, tool and time caps of [`ListLimits`]) before any of its calls is judged and again
+//! after `notifications/tools/list_changed`, and reconnected after it went away. A server that
+//! failed to connect or to list is reported unavailable, without being tried again, for
+//! [`ListLimits::retry`].
 
+use std::collections::HashSet;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rmcp::handler::client::ClientHandler;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
-use super::config::ServerConfig;
+use super::config::{Limits, ServerConfig};
 
 /// The client side of one upstream: notes that the tool list changed.
 #[derive(Clone, Debug, Default)]
@@ -34,14 +37,42 @@ struct Connection {
     tools: Option<Arc<Vec<Value>>>,
 }
 
+/// The bounds of fetching one upstream's tool list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ListLimits {
+    /// Time the whole list may take, connecting included.
+    pub timeout: Duration,
+    /// After a failure, how long the server is reported unavailable without being tried.
+    pub retry: Duration,
+    /// Most pages read.
+    pub max_pages: usize,
+    /// Most tools listed.
+    pub max_tools: usize,
+}
+
+impl ListLimits {
+    /// The list bounds of the `[limits]` table.
+    pub fn of(limits: &Limits) -> ListLimits {
+        ListLimits {
+            timeout: limits.list_timeout,
+            retry: limits.upstream_retry,
+            max_pages: limits.max_list_pages,
+            max_tools: limits.max_tools_per_server,
+        }
+    }
+}
+
 /// One upstream server. Cheap to share (`Arc`); each method takes the connection lock only
 /// while it needs it.
 pub struct Upstream {
     name: String,
     config: ServerConfig,
     timeout: Duration,
+    list: ListLimits,
     stale: Arc<AtomicBool>,
     conn: tokio::sync::Mutex<Option<Connection>>,
+    /// The last failure to connect or to list, and when, while it is within `list.retry`.
+    failed: Mutex<Option<(Instant, String)>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -58,15 +89,24 @@ fn log(message: &str) {
 }
 
 impl Upstream {
-    /// An upstream named `name` (not connected yet); `timeout` bounds each request to it.
-    pub fn new(name: &str, config: ServerConfig, timeout: Duration) -> Upstream {
+    /// An upstream named `name` (not connected yet); `timeout` bounds each request to it,
+    /// `list` the fetching of its tool list.
+    pub fn new(name: &str, config: ServerConfig, timeout: Duration, list: ListLimits) -> Upstream {
         Upstream {
             name: name.to_string(),
             config,
             timeout,
+            list,
             stale: Arc::new(AtomicBool::new(false)),
             conn: tokio::sync::Mutex::new(None),
+            failed: Mutex::new(None),
         }
+    }
+
+    fn failure(&self) -> std::sync::MutexGuard<'_, Option<(Instant, String)>> {
+        self.failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The server's name in the configuration.
@@ -106,13 +146,38 @@ impl Upstream {
     }
 
     /// The server's tools as it lists them (every page), fetched when not known yet, after it
-    /// said its list changed, and after a reconnection.
+    /// said its list changed, and after a reconnection; within [`ListLimits`].
     ///
     /// # Errors
     ///
-    /// Why the server is unavailable: it cannot be started or reached, or it did not answer
-    /// in time. The connection is dropped then, and the next use connects again.
+    /// Why the server is unavailable: it cannot be started or reached, it did not give its
+    /// list within the time, its list repeats a cursor or is over the page or tool cap, or it
+    /// failed so within the retry time (the same reason, at once). The connection is dropped
+    /// then, and the next use after the retry time connects again.
     pub async fn tools(&self) -> Result<Arc<Vec<Value>>, String> {
+        if let Some((at, reason)) = self.failure().as_ref() {
+            if at.elapsed() < self.list.retry {
+                return Err(reason.clone());
+            }
+        }
+        let listed = match tokio::time::timeout(self.list.timeout, self.fetch()).await {
+            Ok(r) => r,
+            Err(_) => Err(format!(
+                "no tool list within {} s",
+                self.list.timeout.as_secs()
+            )),
+        };
+        match &listed {
+            Ok(_) => *self.failure() = None,
+            Err(reason) => {
+                log(&format!("server `{}` is unavailable: {reason}", self.name));
+                *self.failure() = Some((Instant::now(), reason.clone()));
+            }
+        }
+        listed
+    }
+
+    async fn fetch(&self) -> Result<Arc<Vec<Value>>, String> {
         let mut guard = self.conn.lock().await;
         if guard
             .as_ref()
@@ -125,9 +190,7 @@ impl Upstream {
             *guard = None;
         }
         if guard.is_none() {
-            *guard = Some(self.connect().await.inspect_err(|e| {
-                log(&format!("server `{}` is unavailable: {e}", self.name));
-            })?);
+            *guard = Some(self.connect().await?);
         }
         let Some(conn) = guard.as_mut() else {
             return Err("not connected".to_string());
@@ -138,25 +201,58 @@ impl Upstream {
         if let Some(t) = &conn.tools {
             return Ok(t.clone());
         }
-        let listed = tokio::time::timeout(self.timeout, conn.service.peer().list_all_tools()).await;
-        let tools = match listed {
-            Ok(Ok(tools)) => tools,
-            Ok(Err(e)) => {
+        let peer = conn.service.peer().clone();
+        let tools = match self.pages(&peer).await {
+            Ok(t) => t,
+            Err(e) => {
                 *guard = None;
-                return Err(format!("tools/list failed: {e}"));
-            }
-            Err(_) => {
-                *guard = None;
-                return Err("tools/list not answered in time".to_string());
+                return Err(e);
             }
         };
-        let tools: Vec<Value> = tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .collect();
         let tools = Arc::new(tools);
-        conn.tools = Some(tools.clone());
+        if let Some(conn) = guard.as_mut() {
+            conn.tools = Some(tools.clone());
+        }
         Ok(tools)
+    }
+
+    /// Every page of the server's `tools/list`, within the page and tool caps; a cursor seen
+    /// before ends the loop as an error.
+    async fn pages(&self, peer: &rmcp::Peer<RoleClient>) -> Result<Vec<Value>, String> {
+        let mut tools = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..self.list.max_pages {
+            let params = PaginatedRequestParams::default().with_cursor(cursor.clone());
+            let page = tokio::time::timeout(self.timeout, peer.list_tools(Some(params)))
+                .await
+                .map_err(|_| "tools/list not answered in time".to_string())?
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            for t in &page.tools {
+                if tools.len() >= self.list.max_tools {
+                    return Err(format!(
+                        "tools/list has more than {} tools (max_tools_per_server)",
+                        self.list.max_tools
+                    ));
+                }
+                if let Ok(v) = serde_json::to_value(t) {
+                    tools.push(v);
+                }
+            }
+            match page.next_cursor {
+                None => return Ok(tools),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(format!("tools/list repeated the cursor `{next}`"));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Err(format!(
+            "tools/list has more than {} pages (max_list_pages)",
+            self.list.max_pages
+        ))
     }
 
     /// Calls `tool` with `arguments` and returns the server's `CallToolResult` as JSON. A

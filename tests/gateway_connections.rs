@@ -1,0 +1,152 @@
+//! The gateway's connections: an idle one is closed (HTTP/1.1 keep-alive and HTTP/2 alike)
+//! while an open event stream is not, past `max_connections` a new one waits, and out of file
+//! descriptors the accept loop backs off and reports once instead of spinning.
+#![cfg(feature = "gateway")]
+
+mod gateway_support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use gateway_support::*;
+
+fn classify_request(port: u16, close: bool) -> String {
+    let body = r#"{"query":"save it"}"#;
+    format!(
+        "POST /v1/classify HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}\r\n{body}",
+        body.len(),
+        if close { "Connection: close\r\n" } else { "" }
+    )
+}
+
+/// Reads until the peer closes; returns how long that took, or `None` after `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Some(start.elapsed()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(start.elapsed())
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
+    let g = start(|d| config(d, "[limits]\nidle_timeout_secs = 1\n"));
+    let mut s = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    s.write_all(classify_request(g.port, false).as_bytes())
+        .unwrap();
+    // The answer comes, then the connection stays open and silent until the idle timeout.
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+    let took = closed_within(&mut s, Duration::from_secs(10)).expect("closed as idle");
+    assert!(took < Duration::from_secs(4), "closed after {took:?}");
+}
+
+#[test]
+fn an_idle_http2_connection_is_closed_after_the_idle_timeout() {
+    let g = start(|d| config(d, "[limits]\nidle_timeout_secs = 1\n"));
+    let mut s = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    // The HTTP/2 preface and an empty SETTINGS frame, then nothing.
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .unwrap();
+    let took = closed_within(&mut s, Duration::from_secs(10)).expect("closed as idle");
+    assert!(took < Duration::from_secs(4), "closed after {took:?}");
+}
+
+#[test]
+fn an_open_event_stream_carries_keep_alives_and_is_not_closed_as_idle() {
+    let g = start(|d| config(d, "[limits]\nidle_timeout_secs = 1\n"));
+    let session = Session::open(g.port, None).unwrap();
+    let raw = format!(
+        "GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: text/event-stream\r\n{}\r\n\r\n",
+        g.port,
+        session.headers().join("\r\n")
+    );
+    let mut s = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let start = Instant::now();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while start.elapsed() < Duration::from_secs(3) {
+        match s.read(&mut buf) {
+            Ok(0) => panic!("the event stream was closed after {:?}", start.elapsed()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+}
+
+#[test]
+fn past_max_connections_a_new_connection_waits_for_one_to_close() {
+    let g = start(|d| config(d, "[limits]\nmax_connections = 2\n"));
+    let first = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    let _second = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+    third
+        .write_all(classify_request(g.port, true).as_bytes())
+        .unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let mut buf = [0u8; 12];
+    let early = third.read(&mut buf);
+    assert!(early.is_err(), "answered past the cap: {early:?}");
+    drop(first);
+    third
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let r = read_response(&mut third);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["name"], "write");
+}
+
+/// CPU time (user + system) of process `pid` in clock ticks, from /proc.
+#[cfg(target_os = "linux")]
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    // Fields 14 and 15 of stat(5), counted from the state (field 3) here.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn out_of_file_descriptors_the_accept_loop_backs_off_and_reports_once() {
+    let g = start_with(|d| config(d, ""), Some(48));
+    // Hold connections until the gateway has no descriptor left to accept with.
+    let held: Vec<TcpStream> = (0..80)
+        .map(|_| TcpStream::connect(("127.0.0.1", g.port)).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_ticks(g.child.id());
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = cpu_ticks(g.child.id()) - before;
+    let reports = g.logged("cannot accept a connection");
+    assert_eq!(reports.len(), 1, "{:?}", &reports[..reports.len().min(3)]);
+    assert!(
+        reports[0].ends_with("Too many open files (os error 24)"),
+        "{}",
+        reports[0]
+    );
+    // Two seconds of a spinning loop would be about 200 ticks.
+    assert!(spent < 30, "{spent} ticks of CPU in 2 s");
+    // Once descriptors are free again, the gateway serves.
+    drop(held);
+    let r = exchange(g.port, classify_request(g.port, true).as_bytes());
+    assert_eq!(r.status, 200);
+}
