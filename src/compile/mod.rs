@@ -9,6 +9,7 @@
 
 mod bits;
 mod glob;
+mod lexicon;
 
 use rustc_hash::FxHashMap;
 
@@ -557,7 +558,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
     Compiled {
         graph,
         tables,
-        classifier: Classifier::build(model),
+        classifier: Classifier::build(&lexicon::lexicon(model)),
     }
 }
 
