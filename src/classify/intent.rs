@@ -41,9 +41,12 @@ pub struct Intent {
     /// Whether no keyword hit counted and the fallback intent was used.
     pub fallback: bool,
     /// Whether only the start of the query was read: it was longer than
-    /// [`limits::MAX_QUERY_BYTES`](crate::limits::MAX_QUERY_BYTES) (it is read up to the last white space before the cap, so no
-    /// word is read cut in two), or it held more than [`limits::MAX_QUERY_OCCURRENCES`](crate::limits::MAX_QUERY_OCCURRENCES) keyword
+    /// [`limits::MAX_QUERY_BYTES`] (it is read up to the last white space before the cap, so no
+    /// word is read cut in two), or it held more than [`limits::MAX_QUERY_OCCURRENCES`] keyword
     /// and negator occurrences (it is read up to the word where the cap was reached).
+    ///
+    /// [`limits::MAX_QUERY_BYTES`]: crate::limits::MAX_QUERY_BYTES
+    /// [`limits::MAX_QUERY_OCCURRENCES`]: crate::limits::MAX_QUERY_OCCURRENCES
     pub truncated: bool,
 }
 

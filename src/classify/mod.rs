@@ -18,14 +18,17 @@
 //! counts only when no other hit counts; under `quoted ignore` never. Under `combine priority` the highest-priority intent
 //! with a surviving hit wins; under `combine union` every intent with a hit counts. A query
 //! without hits gets the `fallback` intent. Time is linear in the query length: at most two
-//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`](crate::limits::MAX_KEYWORD_BYTES)), at
-//! most [`limits::MAX_QUERY_OCCURRENCES`](crate::limits::MAX_QUERY_OCCURRENCES) occurrences recorded, one pass over the clauses for
+//! walks per word, each bounded by the longest keyword ([`limits::MAX_KEYWORD_BYTES`]), at
+//! most [`limits::MAX_QUERY_OCCURRENCES`] occurrences recorded, one pass over the clauses for
 //! the negators that reach past their window, one over the text for quoted content, and a
 //! binary search per hit for the `except` entries and the negators that dropped a hit. A call allocates only its result (the
 //! working buffers are kept per thread).
 //!
 //! Rules from seed 001 (query mutation classes, priority Destructive > Execute > Export > Write >
 //! Read, an empty or unclear query offers read only).
+//!
+//! [`limits::MAX_KEYWORD_BYTES`]: crate::limits::MAX_KEYWORD_BYTES
+//! [`limits::MAX_QUERY_OCCURRENCES`]: crate::limits::MAX_QUERY_OCCURRENCES
 //!
 //! The parts, one file each: `Lexicon` (lexicon.rs) is what a classifier is built from, filled
 //! by the compiler from the checked policy; normalize.rs normalizes text; words.rs finds its

@@ -17,9 +17,11 @@ fn zwnj_variants(text: &str) -> Vec<String> {
 }
 
 /// The texts the automaton holds for a keyword or negator `body` (without a stem's `*`): its
-/// [`normalize`](super::normalize())d form, or two for text written with ZWNJ (spaced, then joined); a spelling
+/// [`normalize()`]d form, or two for text written with ZWNJ (spaced, then joined); a spelling
 /// that normalizes to nothing is left out, so the list is empty for a body made only of
 /// characters normalization removes.
+///
+/// [`normalize()`]: super::normalize()
 pub(crate) fn spellings(body: &str, fold_accents: bool) -> Vec<String> {
     let mut norm = Normalized::default();
     zwnj_variants(body)
