@@ -8,6 +8,7 @@
 //! masks come from the cells it uses. `offer` and `check_call` read only the tables.
 
 mod bits;
+mod lexicon;
 
 use rustc_hash::FxHashMap;
 
@@ -555,7 +556,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
     Compiled {
         graph,
         tables,
-        classifier: Classifier::build(model),
+        classifier: Classifier::build(&lexicon::lexicon(model)),
     }
 }
 
