@@ -471,7 +471,10 @@ impl Formatter<'_> {
                 end,
             ),
             Decl::Embedded(p) => self.phrases("embedded", p, start, end),
-            Decl::Except(p) => self.phrases("except", p, start, end),
+            Decl::Except(p) => {
+                let head = if p.clause { "except clause" } else { "except" };
+                self.phrases(head, p, start, end)
+            }
             Decl::TrustAnnotations { tighten, .. } => self.push(
                 0,
                 format!(

@@ -809,6 +809,56 @@ fn diff_reports_keyword_changes_and_reclassified_queries() {
 }
 
 #[test]
+fn diff_reports_quoted_embedded_and_except_changes() {
+    let base =
+        "policy \"k\" version 1\neffects none, delete\nintents destructive > read\nfallback read\n\
+                matrix m {\n none delete\n read allow deny\n destructive allow allow\n}\n\
+                mode s { matrix m }\ndefault mode s\ntool rm { effect delete }\n\
+                keywords destructive { en \"delete\", \"stop\" }\n";
+    let old = Policy::parse(
+        &format!("{base}except {{ en \"delete button\" }}\n"),
+        "old.warden",
+    )
+    .expect("loads");
+    let new = Policy::parse(
+        &format!(
+            "{base}quoted ignore\nembedded {{ en \"translate this\" }}\nexcept clause {{ en \"stop\" }}\n"
+        ),
+        "new.warden",
+    )
+    .expect("loads");
+    let d = PolicyDiff::compute(&old, &new).with_queries(
+        &old,
+        &new,
+        [
+            "stop! show all",
+            "translate this: delete it",
+            "delete button",
+        ],
+    );
+    assert_eq!(
+        d.keywords_added,
+        ["embedded \"translate this\"", "except clause \"stop\""]
+    );
+    assert_eq!(d.keywords_removed, ["except \"delete button\""]);
+    assert_eq!(d.settings, ["quoted: count -> ignore"]);
+    let moved: Vec<(&str, &[String], &[String])> = d
+        .queries
+        .iter()
+        .map(|q| (q.text.as_str(), q.old.as_slice(), q.new.as_slice()))
+        .collect();
+    let (read, destructive) = (["read".to_string()], ["destructive".to_string()]);
+    assert_eq!(
+        moved,
+        [
+            ("stop! show all", &destructive[..], &read[..]),
+            ("translate this: delete it", &destructive[..], &read[..]),
+            ("delete button", &read[..], &destructive[..]),
+        ]
+    );
+}
+
+#[test]
 fn table_json_and_csv_layouts_are_stable() {
     let policy = load("retail.warden");
     let table = Table::build(&policy, None).expect("table");

@@ -485,6 +485,36 @@ const ROWS: &[(Kind, &str, &str, &str)] = &[
     ),
     (TwoReadings, "ar", "متى كان آخر تحديث للفواتير؟", "read"),
     (TwoReadings, "fa", "آخرین تغییر فاکتور چه بود؟", "read"),
+    // "stop" the interjection (a clause of its own) against "stop" the request.
+    (TwoReadings, "en", "Stop! Just list my invoices.", "read"),
+    (TwoReadings, "en", "Stop, don't delete anything.", "read"),
+    (
+        TwoReadings,
+        "en",
+        "Stop the nightly export job.",
+        "destructive",
+    ),
+    (
+        TwoReadings,
+        "es",
+        "¡Detente! Muéstrame las facturas.",
+        "read",
+    ),
+    (
+        TwoReadings,
+        "es",
+        "Detén el proceso de facturación.",
+        "destructive",
+    ),
+    (TwoReadings, "pt", "Pare! Mostre as faturas.", "read"),
+    (
+        TwoReadings,
+        "fr",
+        "Arrête, montre-moi les factures.",
+        "read",
+    ),
+    (TwoReadings, "de", "Stopp! Zeig mir die Rechnungen.", "read"),
+    (TwoReadings, "fa", "متوقف کن، فاکتورها را نشان بده", "read"),
 ];
 
 fn describe(i: &Intent) -> String {
@@ -721,6 +751,29 @@ fn an_except_entry_covers_the_hits_inside_it() {
 }
 
 #[test]
+fn an_except_clause_entry_drops_a_hit_only_as_its_whole_clause() {
+    let p = small("except clause { en \"delete\", \"delete it now\" }");
+    // The entry is the whole clause: an interjection, not a request.
+    assert_eq!(
+        outcome(&p, "delete! show the files"),
+        (
+            "read".to_string(),
+            owned(&["show"]),
+            vec![("delete".into(), "delete".into(), false)]
+        )
+    );
+    assert_eq!(outcome(&p, "wait, delete it now. show the files").0, "read");
+    assert_eq!(outcome(&p, "delete").0, "read");
+    // More words in its clause: the keyword counts.
+    assert_eq!(outcome(&p, "delete the files").0, "destructive");
+    assert_eq!(outcome(&p, "please delete").0, "destructive");
+    assert_eq!(
+        outcome(&p, "show the files, then delete them").0,
+        "destructive"
+    );
+}
+
+#[test]
 fn a_clause_negator_reaches_its_whole_clause_and_no_further() {
     let p = small(
         "negation before clause { en \"refrain from\" }\nnegation after clause { de \"nicht\" }",
@@ -801,13 +854,13 @@ fn the_new_declarations_get_the_canonical_layout_and_keep_comments() {
     let src =
         "quoted   data\nembedded{en \"translate this\",\"summarize this\" pt \"traduza isto\"}\n\
                except {\n  # the other reading\n  en \"what change\",\n     \"run a report\"\n}\n\
-               negation  after   clause { de \"nicht\" }\n";
+               negation  after   clause { de \"nicht\" }\nexcept  clause{en \"stop\"}\n";
     let out = toolwarden::fmt::format_source(src, "c.warden").unwrap();
     assert_eq!(
         out,
         "quoted data\nembedded { en \"translate this\", \"summarize this\"  pt \"traduza isto\" }\n\
          except {\n  # the other reading\n  en \"what change\",\n     \"run a report\"\n}\n\
-         negation after clause { de \"nicht\" }\n"
+         negation after clause { de \"nicht\" }\nexcept clause { en \"stop\" }\n"
     );
     assert_eq!(
         toolwarden::fmt::format_source(&out, "c.warden").unwrap(),

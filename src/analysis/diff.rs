@@ -76,16 +76,19 @@ pub struct QueryChange {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PolicyDiff {
     /// Declarations that changed: effects, intents, modes, roles, permissions, tiers, settings
-    /// (`fallback`, `combine`, `unknown`, `confirm fields`, `tenant arg`, `limit`, `default
+    /// (`fallback`, `combine`, `quoted`, `unknown`, `confirm fields`, `tenant arg`, `limit`, `default
     /// mode`), as `what: old -> new` lines.
     pub settings: Vec<String>,
     /// Rows added, removed, or whose effect or `requires` changed.
     pub rows: Vec<RowChange>,
     /// Every cell whose decision changed.
     pub cells: Vec<CellChange>,
-    /// Keywords and negators added, as `intent lang "text"` (`negation before 3 lang "text"`).
+    /// Keywords, negators, `embedded` phrases and `except` entries added, as `intent lang
+    /// "text"`, `negation before 3 "text"`, `embedded "text"`, `except "text"` or
+    /// `except clause "text"`.
     pub keywords_added: Vec<String>,
-    /// Keywords and negators removed.
+    /// Keywords, negators, `embedded` phrases and `except` entries removed, as
+    /// [`PolicyDiff::keywords_added`] writes them.
     pub keywords_removed: Vec<String>,
     /// Queries (from [`PolicyDiff::with_queries`]) whose intents changed.
     pub queries: Vec<QueryChange>,
@@ -123,6 +126,7 @@ fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
     );
     m.insert("fallback", p.fallback_intent().name.to_string());
     m.insert("combine", p.classifier().combine_name().to_string());
+    m.insert("quoted", p.classifier().quoted_name().to_string());
     m.insert(
         "unknown",
         if t.defaults.is_some() {
@@ -307,6 +311,7 @@ fn keywords_of(p: &Policy) -> BTreeSet<String> {
             c.negator_entries()
                 .map(|(d, w, t)| format!("negation {d} {w} \"{t}\"")),
         )
+        .chain(c.phrase_entries())
         .collect()
 }
 

@@ -9,6 +9,8 @@ use super::*;
 pub(crate) struct PhraseRule {
     /// The text as written (an `except` stem ends with `*`).
     pub text: String,
+    /// `except clause`: the entry counts only where it is its whole clause.
+    pub clause: bool,
     pub span: Span,
     /// The texts the automaton holds for it (without a stem's `*`), as
     /// [`KeywordRule::spellings`].
@@ -52,6 +54,7 @@ impl Checker {
                 }
                 let rule = PhraseRule {
                     text: e.text.clone(),
+                    clause: d.clause,
                     span: e.span,
                     spellings: Vec::new(),
                 };
@@ -126,7 +129,8 @@ impl Checker {
             .enumerate()
             .map(|(i, k)| ((k.spellings.as_slice(), k.text.ends_with('*')), i))
             .collect();
-        for r in &self.model.exceptions {
+        // A whole-clause exception leaves the keyword counting everywhere else.
+        for r in self.model.exceptions.iter().filter(|r| !r.clause) {
             if let Some(&k) = keywords.get(&(r.spellings.as_slice(), r.is_stem())) {
                 let k = &self.model.keywords[k];
                 problems.push(

@@ -53,6 +53,11 @@ pub(crate) struct Classifier {
     pub(super) max_window: u32,
     /// The text of each `except` entry, as dropped hits report it.
     except_texts: Vec<ArcStr>,
+    /// For each `except` entry, whether it drops a hit only as its whole clause
+    /// (`except clause`).
+    except_clause: Vec<bool>,
+    /// The text of each `embedded` phrase (for analysis).
+    embedded_texts: Vec<ArcStr>,
     /// Whether the automaton holds `embedded` or `except` entries.
     has_marks: bool,
     quoted: Quoted,
@@ -171,6 +176,12 @@ impl Classifier {
             .iter()
             .map(|e| names.get(&e.text))
             .collect();
+        let except_clause = lexicon.exceptions.iter().map(|e| e.clause).collect();
+        let embedded_texts = lexicon
+            .embedded
+            .iter()
+            .map(|e| names.get(&e.text))
+            .collect();
         let intents = lexicon.intents.iter().map(|s| names.get(s)).collect();
         drop(names);
         for (i, k) in lexicon.keywords.iter().enumerate() {
@@ -261,6 +272,8 @@ impl Classifier {
             negator_texts,
             max_window: lexicon.negators.iter().map(|r| r.window).max().unwrap_or(0),
             except_texts,
+            except_clause,
+            embedded_texts,
             has_marks: !lexicon.exceptions.is_empty()
                 || (lexicon.quoted != Quoted::Count && !lexicon.embedded.is_empty()),
             quoted: lexicon.quoted,
@@ -292,6 +305,34 @@ impl Classifier {
                 k.text.as_str(),
             )
         })
+    }
+
+    /// `"count"`, `"data"` or `"ignore"`: how hits inside quoted content count.
+    pub(crate) fn quoted_name(&self) -> &'static str {
+        match self.quoted {
+            Quoted::Count => "count",
+            Quoted::Data => "data",
+            Quoted::Ignore => "ignore",
+        }
+    }
+
+    /// Every `embedded` phrase and `except` entry as policy text would declare it, one entry
+    /// each (`embedded "translate this"`, `except "what change"`, `except clause "stop"`), in
+    /// declaration order (for analysis).
+    pub(crate) fn phrase_entries(&self) -> impl Iterator<Item = String> + '_ {
+        let embedded = self
+            .embedded_texts
+            .iter()
+            .map(|t| format!("embedded \"{t}\""));
+        let except = self
+            .except_texts
+            .iter()
+            .zip(&self.except_clause)
+            .map(|(t, &clause)| {
+                let head = if clause { "except clause" } else { "except" };
+                format!("{head} \"{t}\"")
+            });
+        embedded.chain(except)
     }
 
     /// Every negator as `(direction, window, text)`, in declaration order (for analysis).
@@ -471,7 +512,11 @@ impl Classifier {
             .map(|g| g.last_word - g.first_word + 1)
             .max()
             .unwrap_or(1);
-        if negators.is_empty() {
+        // Clauses matter to negators and to `except clause` entries.
+        let clause_marks = marks
+            .iter()
+            .any(|g| matches!(g.target, Target::Except(e) if self.except_clause[e]));
+        if negators.is_empty() && !clause_marks {
             out.hits.reserve_exact(keywords.len());
         } else {
             clause_starts(bytes, words, clauses, sentences);
@@ -484,8 +529,17 @@ impl Classifier {
         }
         // Exceptions by start, each with the farthest end of any starting at or before it.
         excepts.clear();
+        // An `except clause` entry counts only where its words are the whole clause.
+        let whole_clause = |g: &Found| {
+            let (first, last) = (g.first_word as usize, g.last_word as usize);
+            (first == 0 || clauses.get(first - 1) != clauses.get(first))
+                && clauses.get(last + 1) != clauses.get(last)
+        };
         for g in marks.iter() {
             if let Target::Except(e) = g.target {
+                if self.except_clause[e] && !whole_clause(g) {
+                    continue;
+                }
                 let (end, e) = match excepts.last() {
                     Some(&(_, far, j)) if far >= g.end => (far, j),
                     _ => (g.end, e),

@@ -68,6 +68,8 @@ pub(crate) struct Negator {
 pub(crate) struct Phrase {
     /// The text as written (an `except` stem ends with `*`).
     pub text: String,
+    /// `except clause`: the entry drops a hit only where the entry is its whole clause.
+    pub clause: bool,
     /// As [`Keyword::spellings`].
     pub spellings: Vec<String>,
 }

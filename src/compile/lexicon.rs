@@ -13,6 +13,7 @@ pub(super) fn lexicon(model: &Model) -> Lexicon {
             .iter()
             .map(|r| Phrase {
                 text: r.text.clone(),
+                clause: r.clause,
                 spellings: r.spellings.clone(),
             })
             .collect()

@@ -321,6 +321,9 @@ pub enum Quoted {
 /// A block of words and phrases per language: `embedded { ... }`, `except { ... }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhrasesDecl {
+    /// `except clause`: an entry counts only where it is its whole clause (always false for
+    /// `embedded`).
+    pub clause: bool,
     /// Entries per language tag, in source order.
     pub groups: Vec<LangGroup>,
     /// The whole declaration.

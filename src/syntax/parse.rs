@@ -682,13 +682,26 @@ impl Builder<'_> {
                 span,
             },
             Rule::embedded_decl => Decl::Embedded(PhrasesDecl {
+                clause: false,
                 groups: inner.map(|p| self.build_lang_group(p)).collect(),
                 span,
             }),
-            Rule::except_decl => Decl::Except(PhrasesDecl {
-                groups: inner.map(|p| self.build_lang_group(p)).collect(),
-                span,
-            }),
+            Rule::except_decl => {
+                let mut clause = false;
+                let groups = inner
+                    .filter(|p| {
+                        let kw = p.as_rule() == Rule::kw_clause;
+                        clause |= kw;
+                        !kw
+                    })
+                    .map(|p| self.build_lang_group(p))
+                    .collect();
+                Decl::Except(PhrasesDecl {
+                    clause,
+                    groups,
+                    span,
+                })
+            }
             Rule::trust_decl => Decl::TrustAnnotations {
                 tighten: inner.next()?.as_str() != "ignore",
                 span,
