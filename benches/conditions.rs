@@ -2,6 +2,11 @@
 //! conditions (`under`, `=~`, `>`, `in query`) on a typical argument object, each alone and the
 //! four in a row, against a query of about twenty words.
 //!
+//! A second group times the hostile inputs the caps are for: a 1 MiB string through `under`,
+//! `=~`, `matches` and `host()`, a 100,000-element array through `[*]` and `any` (past the
+//! caps: the rule fires), a glob of 10,000 `*` on a 1 MiB string, and compiling a regular
+//! expression of 100 KB (refused) and one that is too large once compiled (refused).
+//!
 //! Run: `cargo bench --bench conditions`.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -63,5 +68,60 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+fn compile_one(cond: &str) -> Result<CompiledCondition, String> {
+    let text = format!("rules {{ deny when {cond} }}");
+    let (tree, diagnostics) = parse_file(&text, FileId(0));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let Some(Decl::Rules(r)) = tree.decls.first() else {
+        panic!("a rules block");
+    };
+    CompiledCondition::compile(&r.rules[0].condition, &|_| None)
+        .map_err(|e| e[0].message().to_string())
+}
+
+fn hostile(c: &mut Criterion) {
+    let normalize = |s: &str| s.to_lowercase();
+    let sets: [Option<&ContextSet>; 0] = [];
+    let ctx = EvalContext::new("", &normalize, &sets);
+    let big = json!({ "p": format!("/workspace/{}", "a".repeat(1024 * 1024)) });
+    let many: Vec<serde_json::Value> = (0..100_000)
+        .map(|i| json!(format!("a{i}@example.com")))
+        .collect();
+    let many = json!({ "p": many });
+    let mut group = c.benchmark_group("hostile");
+    group.sample_size(20);
+    for (name, cond, args) in [
+        ("1 MiB under", r#"p not under "/workspace""#, &big),
+        ("1 MiB =~", r#"p =~ "AKIA[0-9A-Z]{16}""#, &big),
+        ("1 MiB matches", r#"p matches "**/*.pem""#, &big),
+        ("1 MiB host", r#"host(p) in "github.com""#, &big),
+        ("1 MiB glob of 10,000 *", "", &big),
+        (
+            "100,000 elements [*]",
+            r#"p[*] not matches "*@example.com""#,
+            &many,
+        ),
+        ("100,000 elements any", r#"any =~ "evil""#, &many),
+    ] {
+        let cond = if cond.is_empty() {
+            compile_one(&format!("p matches \"a{}b\"", "*".repeat(10_000)))
+        } else {
+            compile_one(cond)
+        }
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(cond.eval(args, &ctx).fires()))
+        });
+    }
+    let regex = format!("p =~ \"{}\"", "a".repeat(100 * 1024));
+    group.bench_function("compile a 100 KB regex (refused)", |b| {
+        b.iter(|| black_box(compile_one(&regex).is_err()))
+    });
+    group.bench_function("compile a regex too large once compiled (refused)", |b| {
+        b.iter(|| black_box(compile_one(r#"p =~ "((a{100}){100}){100}""#).is_err()))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, hostile);
 criterion_main!(benches);

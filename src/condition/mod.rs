@@ -46,7 +46,9 @@
 //! IDNA-map a host that needs it, and for every value compared with `in query` (the caller's
 //! normalizer returns a `String`, and the value's words are gathered once).
 //! [`EvalContext::new`] allocates the query's words once per call, and
-//! [`Witness::value_text`] allocates the text of the value it reports.
+//! [`Witness::value_text`] allocates the text of the value it reports. A regular expression
+//! (or glob) takes its search cache from the `regex` crate's pool: the first search with it
+//! allocates that cache, later ones reuse it. `tests/condition_alloc.rs` counts all of this.
 
 mod glob;
 mod host;
