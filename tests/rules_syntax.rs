@@ -268,6 +268,11 @@ fn precedence_or_and_not_and_parentheses() {
         r#"any.thing in "a""#,
         r#"any_x in "a""#,
         r#"and[*] in "a""#,
+        "present > 1",
+        r#"host in "a""#,
+        r#"context in "a""#,
+        r#"query in query"#,
+        "not_x > 1",
     ] {
         assert_eq!(one(cond).to_string(), cond);
     }

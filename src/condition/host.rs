@@ -12,6 +12,10 @@ use std::borrow::Cow;
 /// Longest authority (`user@host:port`) read, in bytes; a longer one is no host.
 const MAX_AUTHORITY_BYTES: usize = 1024;
 
+/// Longest run of scheme characters read at the start of a value, in bytes: a longer run is no
+/// host (as a scheme it would hide the host; as a host it would be too long).
+const MAX_SCHEME_BYTES: usize = MAX_AUTHORITY_BYTES;
+
 /// The normalized host of `value`, a URL or a bare `host[:port][/path]`. Borrowed when the
 /// host is already ASCII lower case; lower-casing allocates, and so does IDNA for a host that is
 /// not ASCII.
@@ -21,18 +25,29 @@ const MAX_AUTHORITY_BYTES: usize = 1024;
 /// `Err(())` when `value` has no host this module can read (see the module docs).
 pub(super) fn host_of(value: &str) -> Result<Cow<'_, str>, ()> {
     let mut rest = value;
-    if let Some(i) = rest.find("://") {
-        if is_scheme(&rest[..i]) {
-            rest = &rest[i + 3..];
-        }
+    // A scheme is the leading run of scheme characters right before `://`; the run is read
+    // up to `MAX_SCHEME_BYTES`, so the scan stops early in a long value.
+    let scheme = rest
+        .bytes()
+        .take(MAX_SCHEME_BYTES + 1)
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        .count();
+    if scheme <= MAX_SCHEME_BYTES && is_scheme(&rest[..scheme]) && rest[scheme..].starts_with("://")
+    {
+        rest = &rest[scheme + 3..];
     } else if let Some(r) = rest.strip_prefix("//") {
         rest = r;
     }
-    let end = rest.find(['/', '\\', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..end];
-    if authority.len() > MAX_AUTHORITY_BYTES {
+    // The authority ends at the first `/`, `\`, `?` or `#`; only its first bytes are read.
+    let end = rest
+        .bytes()
+        .take(MAX_AUTHORITY_BYTES + 1)
+        .position(|b| matches!(b, b'/' | b'\\' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    if end > MAX_AUTHORITY_BYTES {
         return Err(());
     }
+    let authority = &rest[..end];
     let hostport = authority.rsplit('@').next().unwrap_or(authority);
     let host = if hostport.starts_with('[') {
         let close = hostport.find(']').ok_or(())?;
@@ -188,6 +203,10 @@ mod tests {
         }
         let long = format!("https://{}.com/", "a".repeat(2000));
         assert_eq!(host(&long), Err(()));
+        let long_scheme = format!("{}://github.com/", "a".repeat(1025));
+        assert_eq!(host(&long_scheme), Err(()));
+        let scheme = format!("{}://github.com/", "a".repeat(1024));
+        assert_eq!(host(&scheme), Ok("github.com".into()));
     }
 
     #[test]
