@@ -14,7 +14,7 @@
 //! - `keywords` and `negation` blocks written on one line stay on one line; otherwise each
 //!   language starts a line, and a line break between two strings of one language is kept
 //!   (continuation lines align under the first string);
-//! - a block with a comment inside is written one item per line;
+//! - a block with a comment or an argument rule inside is written one item per line;
 //! - comments stay where they were: a comment on its own line stays on its own line before the
 //!   same code, a comment after code stays after it (trailing comments of adjacent lines are
 //!   aligned); at most one blank line is kept where the source had one or more.
@@ -113,6 +113,17 @@ fn attr_text(a: &ToolAttr) -> String {
     }
 }
 
+/// The attributes and rules of a block as canonical text with their spans, in source order.
+fn body_items(attrs: &[ToolAttr], rules: &[RuleDecl]) -> Vec<(String, Span)> {
+    let mut items: Vec<(String, Span)> = attrs
+        .iter()
+        .map(|a| (attr_text(a), a.span()))
+        .chain(rules.iter().map(|r| (r.to_string(), r.span)))
+        .collect();
+    items.sort_by_key(|(_, s)| s.start);
+    items
+}
+
 fn mode_item_text(m: &ModeItem) -> (String, Span) {
     match m {
         ModeItem::Matrix { name: n, span } => (format!("matrix {}", name(n)), *span),
@@ -155,6 +166,8 @@ fn row_line(r: &Row, name_w: usize, widths: &[usize]) -> String {
 
 struct Formatter<'a> {
     text: &'a str,
+    /// The rules of the file's `defaults` blocks ([`PolicyFile::defaults_rules`]).
+    defaults_rules: &'a [RuleDecl],
     /// Comment start offsets, sorted.
     comments: Vec<(usize, usize, String)>,
     lines: Vec<Line>,
@@ -202,15 +215,24 @@ impl Formatter<'_> {
             return None;
         }
         match d {
+            // A block with rules is written one item a line (see `block_attrs`).
+            Decl::Tool(t) if !t.rules.is_empty() => None,
+            Decl::Match(m) if !m.rules.is_empty() => None,
             Decl::Tool(t) => Some(Row {
                 head: "tool".into(),
                 name: name(&t.name),
-                items: t.attrs.iter().map(attr_text).collect(),
+                items: body_items(&t.attrs, &t.rules)
+                    .into_iter()
+                    .map(|(text, _)| text)
+                    .collect(),
             }),
             Decl::Match(m) => Some(Row {
                 head: "match".into(),
                 name: name(&m.pattern),
-                items: m.attrs.iter().map(attr_text).collect(),
+                items: body_items(&m.attrs, &m.rules)
+                    .into_iter()
+                    .map(|(text, _)| text)
+                    .collect(),
             }),
             Decl::Mode(m) => Some(Row {
                 head: "mode".into(),
@@ -424,7 +446,12 @@ impl Formatter<'_> {
                 start,
                 end,
             ),
-            Decl::Defaults { attrs, .. } => self.block_attrs("defaults".to_string(), attrs, span),
+            Decl::Defaults { attrs, .. } => {
+                let inside = |r: &&RuleDecl| span.start <= r.span.start && r.span.end <= span.end;
+                let rules: Vec<RuleDecl> =
+                    self.defaults_rules.iter().filter(inside).cloned().collect();
+                self.block_attrs("defaults".to_string(), attrs, &rules, span)
+            }
             Decl::ConfirmFields { names: n, .. } => {
                 self.push(0, format!("confirm fields {}", names(n, ", ")), start, end)
             }
@@ -437,9 +464,29 @@ impl Formatter<'_> {
                 start,
                 end,
             ),
-            Decl::Tool(t) => self.block_attrs(format!("tool {}", name(&t.name)), &t.attrs, span),
-            Decl::Match(m) => {
-                self.block_attrs(format!("match {}", name(&m.pattern)), &m.attrs, span)
+            Decl::Tool(t) => {
+                self.block_attrs(format!("tool {}", name(&t.name)), &t.attrs, &t.rules, span)
+            }
+            Decl::Match(m) => self.block_attrs(
+                format!("match {}", name(&m.pattern)),
+                &m.attrs,
+                &m.rules,
+                span,
+            ),
+            Decl::Context { names: n, .. } => {
+                self.push(0, format!("context {}", names(n, ", ")), start, end)
+            }
+            Decl::Rules(r) => {
+                if r.rules.is_empty() && !self.has_comment_in(start, end) {
+                    self.push(0, "rules { }".to_string(), start, end);
+                } else {
+                    self.opener("rules {".to_string(), start, start + 5);
+                    for rule in &r.rules {
+                        let s = rule.span;
+                        self.push(2, rule.to_string(), s.start as usize, s.end as usize);
+                    }
+                    self.closer(span);
+                }
             }
             Decl::Include {
                 path, yaml, legacy, ..
@@ -487,12 +534,13 @@ impl Formatter<'_> {
         }
     }
 
-    /// A tool, pattern or defaults block: one line without inner comments, else one attribute
-    /// per line.
-    fn block_attrs(&mut self, head: String, attrs: &[ToolAttr], span: Span) {
+    /// A tool, pattern or defaults block: one line without inner comments or rules, else one
+    /// attribute or rule per line (attributes and rules in source order).
+    fn block_attrs(&mut self, head: String, attrs: &[ToolAttr], rules: &[RuleDecl], span: Span) {
         let (start, end) = (span.start as usize, span.end as usize);
-        if !self.has_comment_in(start, end) {
-            let body: Vec<String> = attrs.iter().map(attr_text).collect();
+        let items = body_items(attrs, rules);
+        if rules.is_empty() && !self.has_comment_in(start, end) {
+            let body: Vec<String> = items.into_iter().map(|(text, _)| text).collect();
             let text = if body.is_empty() {
                 format!("{head} {{ }}")
             } else {
@@ -501,16 +549,15 @@ impl Formatter<'_> {
             self.push(0, text, start, end);
             return;
         }
-        let open_end = attrs.first().map_or(start, |a| a.span().start as usize);
+        let open_end = items.first().map_or(start, |(_, s)| s.start as usize);
         // The opener stands for the text up to the first attribute (a comment after `{` trails it).
         self.opener(
             format!("{head} {{"),
             start,
             open_end.saturating_sub(1).max(start),
         );
-        for a in attrs {
-            let s = a.span();
-            self.push(2, attr_text(a), s.start as usize, s.end as usize);
+        for (text, s) in items {
+            self.push(2, text, s.start as usize, s.end as usize);
         }
         self.closer(span);
     }
@@ -643,6 +690,7 @@ pub(crate) fn format_tree(tree: &PolicyFile, text: &str) -> String {
         .collect();
     let mut f = Formatter {
         text,
+        defaults_rules: &tree.defaults_rules,
         comments,
         lines: Vec::new(),
     };

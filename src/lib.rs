@@ -52,6 +52,7 @@ mod check;
 pub mod classify;
 pub mod classify_eval;
 mod compile;
+pub mod condition;
 mod decision;
 mod diagnostic;
 mod eval;

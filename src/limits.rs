@@ -41,6 +41,26 @@ pub const MAX_QUERY_OCCURRENCES: usize = 10_000;
 /// arguments at stage `requires`, and [`crate::parse_args`] rejects them while parsing.
 pub const MAX_ARGS_DEPTH: usize = 64;
 
+/// Deepest nesting of parentheses in a policy's text outside strings and comments: the
+/// conditions of argument rules nest one grammar level per parenthesis, so deeper text is
+/// refused with its position before it is parsed.
+pub const MAX_CONDITION_DEPTH: usize = 32;
+
+/// Longest regular expression or glob an argument rule may hold, in bytes of its text.
+pub const MAX_PATTERN_BYTES: usize = 16 * 1024;
+
+/// Largest a rule's regular expression (or compiled glob) may grow when compiled, in bytes
+/// (the `regex` crate's size limit; its lazy DFA gets the same budget).
+pub const MAX_PATTERN_COMPILED_BYTES: usize = 1024 * 1024;
+
+/// Most array elements one argument reference with `[*]` looks at; a longer array makes the
+/// condition unevaluable, so its rule fires.
+pub const MAX_RULE_ELEMENTS: usize = 10_000;
+
+/// Most JSON values `any` looks at in one call's arguments (strings and containers together);
+/// more makes the condition unevaluable, so its rule fires.
+pub const MAX_RULE_VALUES: usize = 100_000;
+
 /// Longest argument text [`crate::parse_args`] accepts, in bytes (1 MiB).
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 

@@ -243,6 +243,7 @@ fn declare(
     ToolDecl {
         name: named(name, key),
         attrs,
+        rules: Vec::new(),
         span,
     }
 }
@@ -263,6 +264,7 @@ pub(crate) fn include_file(
                 .map(crate::syntax::ast::Decl::Tool)
                 .collect(),
             comments: Vec::new(),
+            defaults_rules: Vec::new(),
         },
         converted.diagnostics,
     )

@@ -4,6 +4,8 @@
 //! equality: two trees that differ only in layout compare equal, which is what the formatter's
 //! round-trip tests rely on.
 
+use std::fmt;
+
 pub use crate::span::{FileId, Span};
 
 /// A name (identifier or quoted string) with its span.
@@ -35,6 +37,10 @@ pub struct PolicyFile {
     pub decls: Vec<Decl>,
     /// Comments in source order, with their spans (kept for the formatter).
     pub comments: Vec<(Span, String)>,
+    /// The rules written inside this file's `defaults` blocks, in source order. They are kept
+    /// here rather than in [`Decl::Defaults`] so that variant keeps its shape until the
+    /// checker reads rules; each rule's span lies inside the block it was written in.
+    pub defaults_rules: Vec<RuleDecl>,
 }
 
 /// A top-level declaration.
@@ -201,6 +207,16 @@ pub enum Decl {
         /// The whole declaration.
         span: Span,
     },
+    /// `context contacts, own_accounts`: the named sets of strings a request supplies, which
+    /// rules name as `context.NAME`.
+    Context {
+        /// The declared set names.
+        names: Vec<Name>,
+        /// The whole declaration.
+        span: Span,
+    },
+    /// `rules { ... }`: rules that apply to every tool.
+    Rules(RulesDecl),
 }
 
 impl Decl {
@@ -225,7 +241,9 @@ impl Decl {
             | Decl::Include { span, .. }
             | Decl::Accents { span, .. }
             | Decl::TrustAnnotations { span, .. }
-            | Decl::Quoted { span, .. } => *span,
+            | Decl::Quoted { span, .. }
+            | Decl::Context { span, .. } => *span,
+            Decl::Rules(d) => d.span,
             Decl::Embedded(d) | Decl::Except(d) => d.span,
             Decl::Keywords(d) => d.span,
             Decl::Negation(d) => d.span,
@@ -409,6 +427,8 @@ pub struct ToolDecl {
     pub name: Name,
     /// Its attributes in source order.
     pub attrs: Vec<ToolAttr>,
+    /// Its argument rules in source order.
+    pub rules: Vec<RuleDecl>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -420,6 +440,8 @@ pub struct MatchDecl {
     pub pattern: Name,
     /// Its attributes in source order.
     pub attrs: Vec<ToolAttr>,
+    /// Its argument rules in source order.
+    pub rules: Vec<RuleDecl>,
     /// The whole declaration.
     pub span: Span,
 }
@@ -498,6 +520,371 @@ impl ToolAttr {
             ToolAttr::Requires { .. } => "requires",
             ToolAttr::ConfirmAlways { .. } => "confirm always",
             ToolAttr::Enabled { .. } => "enabled",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument rules
+
+/// `rules { ... }`: rules that apply to every tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulesDecl {
+    /// The rules in source order.
+    pub rules: Vec<RuleDecl>,
+    /// The whole declaration.
+    pub span: Span,
+}
+
+/// `deny when COND` or `confirm when COND`: an outcome and a condition on the call's arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleDecl {
+    /// What the rule does when its condition holds (or cannot be evaluated).
+    pub outcome: RuleOutcome,
+    /// The condition.
+    pub condition: Condition,
+    /// The whole rule, from `deny`/`confirm` to the end of the condition.
+    pub span: Span,
+}
+
+/// The outcome of a rule that fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RuleOutcome {
+    /// `confirm`: the call waits for the user's confirmation.
+    Confirm,
+    /// `deny`: the call is blocked. Stronger than `confirm`.
+    Deny,
+}
+
+impl RuleOutcome {
+    /// The keyword as written: `deny` or `confirm`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleOutcome::Confirm => "confirm",
+            RuleOutcome::Deny => "deny",
+        }
+    }
+}
+
+/// A condition on a call's arguments. `or` binds loosest, then `and`, then `not`; parentheses
+/// are not kept as nodes (the canonical text puts them back where precedence needs them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// `a or b or ...`: two or more alternatives.
+    Or {
+        /// The alternatives in source order.
+        items: Vec<Condition>,
+        /// The whole condition.
+        span: Span,
+    },
+    /// `a and b and ...`: two or more conditions that must all hold.
+    And {
+        /// The conditions in source order.
+        items: Vec<Condition>,
+        /// The whole condition.
+        span: Span,
+    },
+    /// `not c`
+    Not {
+        /// The negated condition.
+        inner: Box<Condition>,
+        /// From `not` to the end of `inner`.
+        span: Span,
+    },
+    /// `present(ref)`: the argument exists and is not `null`.
+    Present {
+        /// The argument.
+        arg: ArgRef,
+        /// From `present` to the closing parenthesis.
+        span: Span,
+    },
+    /// `OPERAND OP RHS`
+    Compare(Comparison),
+}
+
+impl Condition {
+    /// The span of the whole condition.
+    pub fn span(&self) -> Span {
+        match self {
+            Condition::Or { span, .. }
+            | Condition::And { span, .. }
+            | Condition::Not { span, .. }
+            | Condition::Present { span, .. } => *span,
+            Condition::Compare(c) => c.span,
+        }
+    }
+}
+
+/// `OPERAND OP RHS`: `path not under "/workspace"`, `amount > 100`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comparison {
+    /// What is looked at.
+    pub operand: Operand,
+    /// The operator.
+    pub op: CompareOp,
+    /// Where the operator was written.
+    pub op_span: Span,
+    /// The right-hand side: one or more values (one for `=~`, `!~` and the number
+    /// comparisons).
+    pub values: Vec<Value>,
+    /// The whole comparison.
+    pub span: Span,
+}
+
+/// What a comparison looks at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// An argument: `path`, `options.mode`, `recipients[*]`.
+    Arg(ArgRef),
+    /// `any`: every string value anywhere in the arguments.
+    Any(Span),
+    /// `host(...)`: the host of a URL. Only a reference is meaningful inside; the grammar
+    /// accepts any operand or literal so the checker can say so.
+    Host {
+        /// What was written inside the parentheses.
+        of: Box<Operand>,
+        /// From `host` to the closing parenthesis.
+        span: Span,
+    },
+    /// A literal, which only `host(...)` can hold.
+    Literal(Value),
+}
+
+impl Operand {
+    /// The span of the operand.
+    pub fn span(&self) -> Span {
+        match self {
+            Operand::Arg(a) => a.span,
+            Operand::Any(span) | Operand::Host { span, .. } => *span,
+            Operand::Literal(v) => v.span(),
+        }
+    }
+}
+
+/// A reference to an argument: a name, then `.name` steps into objects and `[*]` steps over
+/// every element of an array.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgRef {
+    /// The steps in order; the first is always a [`RefStep::Field`].
+    pub steps: Vec<RefStep>,
+    /// The whole reference.
+    pub span: Span,
+}
+
+/// One step of an [`ArgRef`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RefStep {
+    /// A field of an object (the first step: an argument's name).
+    Field(String),
+    /// `[*]`: every element of an array.
+    Each,
+}
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompareOp {
+    /// `in`: equal to one of the values.
+    In,
+    /// `not in`
+    NotIn,
+    /// `under`: lexically inside one of the directories.
+    Under,
+    /// `not under`
+    NotUnder,
+    /// `matches`: matched by one of the globs.
+    Matches,
+    /// `not matches`
+    NotMatches,
+    /// `=~`: matched by the regular expression.
+    RegexMatch,
+    /// `!~`
+    RegexNotMatch,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+}
+
+impl CompareOp {
+    /// The operator as written: `not in`, `=~`, `<=`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CompareOp::In => "in",
+            CompareOp::NotIn => "not in",
+            CompareOp::Under => "under",
+            CompareOp::NotUnder => "not under",
+            CompareOp::Matches => "matches",
+            CompareOp::NotMatches => "not matches",
+            CompareOp::RegexMatch => "=~",
+            CompareOp::RegexNotMatch => "!~",
+            CompareOp::Lt => "<",
+            CompareOp::Le => "<=",
+            CompareOp::Gt => ">",
+            CompareOp::Ge => ">=",
+            CompareOp::Eq => "==",
+            CompareOp::Ne => "!=",
+        }
+    }
+
+    /// Whether the operator is the negated form of another (`not in`, `not under`,
+    /// `not matches`, `!~`, `!=`).
+    pub fn is_negated(self) -> bool {
+        matches!(
+            self,
+            CompareOp::NotIn
+                | CompareOp::NotUnder
+                | CompareOp::NotMatches
+                | CompareOp::RegexNotMatch
+                | CompareOp::Ne
+        )
+    }
+}
+
+/// A value on the right of an operator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A quoted string, escapes resolved.
+    Str(Name),
+    /// A number as written (`100`, `-5`, `0.5`); the checker reads its value.
+    Number {
+        /// The text as written.
+        text: String,
+        /// Where it was written.
+        span: Span,
+    },
+    /// `context.NAME`: a set the request supplies.
+    Context {
+        /// The set's name (without `context.`).
+        name: Name,
+        /// The whole `context.NAME`.
+        span: Span,
+    },
+    /// `query`: the words of the user's query.
+    Query(Span),
+}
+
+impl Value {
+    /// The span of the value.
+    pub fn span(&self) -> Span {
+        match self {
+            Value::Str(n) => n.span,
+            Value::Number { span, .. } | Value::Context { span, .. } | Value::Query(span) => *span,
+        }
+    }
+}
+
+/// The canonical text of a rule, as `toolwarden fmt` prints it: `deny when path not under
+/// "/workspace", "/tmp/scratch"`.
+impl fmt::Display for RuleDecl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} when {}", self.outcome.as_str(), self.condition)
+    }
+}
+
+/// The canonical text of a condition: single spaces, lists joined by `, `, and parentheses only
+/// where precedence needs them (an `or` inside `and` or `not`, an `and` inside `not`).
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        /// Binding strength: `or` 0, `and` 1, `not` and atoms 2.
+        fn level(c: &Condition) -> u8 {
+            match c {
+                Condition::Or { .. } => 0,
+                Condition::And { .. } => 1,
+                _ => 2,
+            }
+        }
+        fn operand(f: &mut fmt::Formatter<'_>, c: &Condition, min: u8) -> fmt::Result {
+            if level(c) < min {
+                write!(f, "({c})")
+            } else {
+                write!(f, "{c}")
+            }
+        }
+        match self {
+            Condition::Or { items, .. } | Condition::And { items, .. } => {
+                let (word, min) = match self {
+                    Condition::Or { .. } => (" or ", 1),
+                    _ => (" and ", 2),
+                };
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(word)?;
+                    }
+                    operand(f, item, min)?;
+                }
+                Ok(())
+            }
+            Condition::Not { inner, .. } => {
+                f.write_str("not ")?;
+                operand(f, inner, 2)
+            }
+            Condition::Present { arg, .. } => write!(f, "present({arg})"),
+            Condition::Compare(c) => {
+                write!(f, "{} {} ", c.operand, c.op.as_str())?;
+                for (i, v) in c.values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The canonical text of an operand: `recipients[*]`, `any`, `host(url)`.
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operand::Arg(a) => write!(f, "{a}"),
+            Operand::Any(_) => f.write_str("any"),
+            Operand::Host { of, .. } => write!(f, "host({of})"),
+            Operand::Literal(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// The canonical text of a reference: `attachments[*].name`.
+impl fmt::Display for ArgRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, step) in self.steps.iter().enumerate() {
+            match step {
+                RefStep::Field(name) if i == 0 => f.write_str(name)?,
+                RefStep::Field(name) => write!(f, ".{name}")?,
+                RefStep::Each => f.write_str("[*]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The canonical text of a value: a string quoted with `"` and `\` escaped, a number as
+/// written, `context.NAME`, `query`.
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Str(n) => {
+                f.write_str("\"")?;
+                for c in n.text.chars() {
+                    if c == '"' || c == '\\' {
+                        f.write_str("\\")?;
+                    }
+                    write!(f, "{c}")?;
+                }
+                f.write_str("\"")
+            }
+            Value::Number { text, .. } => f.write_str(text),
+            Value::Context { name, .. } => write!(f, "context.{}", name.text),
+            Value::Query(_) => f.write_str("query"),
         }
     }
 }

@@ -11,6 +11,9 @@ use pest::Parser;
 use super::ast::*;
 use crate::diagnostic::Diagnostic;
 
+mod rule;
+use rule::too_deep;
+
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/warden.pest"]
 struct WardenParser;
@@ -44,6 +47,8 @@ const DECLARATION_KEYWORDS: &[&str] = &[
     "quoted",
     "embedded",
     "except",
+    "context",
+    "rules",
 ];
 
 /// Parses one file's text into a [`PolicyFile`].
@@ -53,6 +58,20 @@ const DECLARATION_KEYWORDS: &[&str] = &[
 pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
     let mut decls = Vec::new();
     let mut diagnostics = Vec::new();
+    let mut defaults_rules = Vec::new();
+    if let Some(d) = too_deep(text, file) {
+        // The grammar nests one level per parenthesis of a condition: refuse deeper text
+        // before pest recurses into it.
+        diagnostics.push(d);
+        let comments = scan_comments(text, file);
+        let tree = PolicyFile {
+            file,
+            decls,
+            comments,
+            defaults_rules,
+        };
+        return (tree, diagnostics);
+    }
     let mut base = 0usize;
     loop {
         let rest = &text[base..];
@@ -63,6 +82,7 @@ pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
                         file,
                         base,
                         diagnostics: &mut diagnostics,
+                        defaults_rules: &mut defaults_rules,
                     };
                     for pair in file_pair.into_inner() {
                         if pair.as_rule() != Rule::EOI {
@@ -84,7 +104,15 @@ pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
                 // Keep what parsed before the error: parse the prefix up to the resume point
                 // would need a second grammar entry; instead we re-parse declaration by
                 // declaration from `base` until the failing one.
-                salvage_prefix(text, base, at, file, &mut decls, &mut diagnostics);
+                salvage_prefix(
+                    text,
+                    base,
+                    at,
+                    file,
+                    &mut decls,
+                    &mut diagnostics,
+                    &mut defaults_rules,
+                );
                 // An error at the very start of a declaration line (the declaration before it
                 // was left open) resumes at that line, so its declaration is not lost.
                 let next = if at > base && starts_declaration_line(text, at) {
@@ -105,6 +133,7 @@ pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
             file,
             decls,
             comments,
+            defaults_rules,
         },
         diagnostics,
     )
@@ -119,6 +148,7 @@ fn salvage_prefix(
     file: FileId,
     decls: &mut Vec<Decl>,
     diagnostics: &mut Vec<Diagnostic>,
+    defaults_rules: &mut Vec<RuleDecl>,
 ) {
     // Candidate declaration starts: lines in (base..at) beginning with a keyword.
     let mut starts: Vec<usize> = vec![base];
@@ -143,6 +173,7 @@ fn salvage_prefix(
                     file,
                     base: start,
                     diagnostics: &mut scratch,
+                    defaults_rules,
                 };
                 for pair in file_pair.into_inner() {
                     if pair.as_rule() != Rule::EOI {
@@ -374,7 +405,9 @@ fn expected_phrase(rules: &[Rule]) -> String {
                     || (tool_body
                         && matches!(
                             rule,
-                            Rule::kw_effect
+                            Rule::rule_outcome
+                                | Rule::kw_deny
+                                | Rule::kw_effect
                                 | Rule::kw_permissions
                                 | Rule::kw_roles
                                 | Rule::kw_tenant
@@ -428,6 +461,8 @@ fn is_declaration_keyword(rule: Rule) -> bool {
             | Rule::kw_quoted
             | Rule::kw_embedded
             | Rule::kw_except
+            | Rule::kw_context
+            | Rule::kw_rules
     )
 }
 
@@ -478,6 +513,26 @@ fn rule_name(rule: Rule) -> String {
         Rule::kw_always => "`always`",
         Rule::kw_effect => "`effect`",
         Rule::kw_true | Rule::kw_false => "`true` or `false`",
+        Rule::arg_rule | Rule::rule_outcome => "a rule (`deny when ...`, `confirm when ...`)",
+        Rule::kw_when => "`when`",
+        Rule::condition | Rule::cond_and | Rule::cond_not | Rule::cond_group => "a condition",
+        Rule::cond_present | Rule::comparison | Rule::operand | Rule::host_call => {
+            "a condition (`present(ref)`, `ref OP value`, `host(ref) OP value`)"
+        }
+        Rule::arg_ref | Rule::ref_name => "an argument name",
+        Rule::ref_each => "`[*]`",
+        Rule::op_in
+        | Rule::op_under
+        | Rule::op_matches
+        | Rule::op_regex
+        | Rule::op_compare
+        | Rule::not_op => {
+            "an operator (`in`, `under`, `matches`, `=~`, `!~`, `<`, `<=`, `>`, `>=`, `==`, `!=`)"
+        }
+        Rule::in_list => "a quoted string, a number, `context.NAME` or `query`",
+        Rule::string_list => "a quoted string",
+        Rule::number => "a number",
+        Rule::context_set => "`context.NAME`",
         other => return format!("`{}`", format!("{other:?}").trim_start_matches("kw_")),
     };
     s.to_string()
@@ -488,6 +543,8 @@ struct Builder<'d> {
     file: FileId,
     base: usize,
     diagnostics: &'d mut Vec<Diagnostic>,
+    /// The rules of `defaults` blocks, gathered for [`PolicyFile::defaults_rules`].
+    defaults_rules: &'d mut Vec<RuleDecl>,
 }
 
 impl Builder<'_> {
@@ -618,10 +675,11 @@ impl Builder<'_> {
                 allow: inner.next()?.as_str() == "allow",
                 span,
             },
-            Rule::defaults_decl => Decl::Defaults {
-                attrs: self.build_tool_body(inner.next()?),
-                span,
-            },
+            Rule::defaults_decl => {
+                let (attrs, rules) = self.build_tool_body(inner.next()?);
+                self.defaults_rules.extend(rules);
+                Decl::Defaults { attrs, span }
+            }
             Rule::confirm_fields_decl => Decl::ConfirmFields {
                 names: self.build_name_list(inner.next()?),
                 span,
@@ -636,18 +694,32 @@ impl Builder<'_> {
             },
             Rule::tool_decl => {
                 let name = self.build_name(inner.next()?);
-                let attrs = self.build_tool_body(inner.next()?);
-                Decl::Tool(ToolDecl { name, attrs, span })
-            }
-            Rule::match_decl => {
-                let pattern = self.build_name(inner.next()?);
-                let attrs = self.build_tool_body(inner.next()?);
-                Decl::Match(MatchDecl {
-                    pattern,
+                let (attrs, rules) = self.build_tool_body(inner.next()?);
+                Decl::Tool(ToolDecl {
+                    name,
                     attrs,
+                    rules,
                     span,
                 })
             }
+            Rule::match_decl => {
+                let pattern = self.build_name(inner.next()?);
+                let (attrs, rules) = self.build_tool_body(inner.next()?);
+                Decl::Match(MatchDecl {
+                    pattern,
+                    attrs,
+                    rules,
+                    span,
+                })
+            }
+            Rule::context_decl => Decl::Context {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::rules_decl => Decl::Rules(RulesDecl {
+                rules: inner.filter_map(|p| self.build_rule(p)).collect(),
+                span,
+            }),
             Rule::include_decl => {
                 let target = inner.next()?;
                 if target.as_rule() == Rule::include_yaml {
@@ -825,10 +897,18 @@ impl Builder<'_> {
         })
     }
 
-    fn build_tool_body(&mut self, pair: Pair<'_, Rule>) -> Vec<ToolAttr> {
-        pair.into_inner()
-            .filter_map(|p| self.build_tool_attr(p))
-            .collect()
+    /// A block's attributes and its rules, each in source order.
+    fn build_tool_body(&mut self, pair: Pair<'_, Rule>) -> (Vec<ToolAttr>, Vec<RuleDecl>) {
+        let mut attrs = Vec::new();
+        let mut rules = Vec::new();
+        for p in pair.into_inner() {
+            if p.as_rule() == Rule::arg_rule {
+                rules.extend(self.build_rule(p));
+            } else {
+                attrs.extend(self.build_tool_attr(p));
+            }
+        }
+        (attrs, rules)
     }
 
     fn build_tool_attr(&mut self, pair: Pair<'_, Rule>) -> Option<ToolAttr> {
@@ -954,6 +1034,17 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_quoted
             | Rule::kw_embedded
             | Rule::kw_except
+            | Rule::kw_context
+            | Rule::kw_rules
+            | Rule::kw_when
+            | Rule::kw_or
+            | Rule::kw_and
+            | Rule::kw_not
+            | Rule::kw_in
+            | Rule::kw_under
+            | Rule::kw_matches
+            | Rule::kw_present
+            | Rule::kw_host
     )
 }
 

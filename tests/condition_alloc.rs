@@ -1,0 +1,112 @@
+//! A counting global allocator: evaluating a compiled condition allocates nothing on the common
+//! path (`under`, `=~`, number comparisons, `in` literals and `context` sets, `matches` on a
+//! normalized path, `host()` of a lower-case ASCII host, `present`, `any`), whether it fires or
+//! not, once a regular expression's search cache exists; `in query` allocates the value's
+//! normalized text and its words.
+//!
+//! Counts are per thread (the test harness runs tests on several threads at once).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use serde_json::json;
+use toolwarden::condition::{CompiledCondition, ContextId, ContextSet, EvalContext};
+use toolwarden::syntax::ast::{Decl, FileId};
+use toolwarden::syntax::parse_file;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn compiled(cond: &str) -> CompiledCondition {
+    let text = format!("rules {{ deny when {cond} }}");
+    let (tree, diagnostics) = parse_file(&text, FileId(0));
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let Some(Decl::Rules(r)) = tree.decls.first() else {
+        panic!("a rules block");
+    };
+    let resolve = |name: &str| (name == "contacts").then_some(ContextId(0));
+    CompiledCondition::compile(&r.rules[0].condition, &resolve).expect("compiles")
+}
+
+#[test]
+fn the_common_path_allocates_nothing() {
+    let args = json!({
+        "path": "/workspace/src/main.rs",
+        "url": "https://github.com/acme/repo",
+        "content": "fn main() {}",
+        "amount": 250,
+        "recipient": "alice@example.com",
+        "to": ["a@example.com", "b@evil.com"],
+    });
+    let contacts = ContextSet::new(["alice@example.com"]);
+    let sets = [Some(&contacts)];
+    let normalize = |s: &str| s.to_lowercase();
+    let ctx = EvalContext::new("pay alice", &normalize, &sets);
+    for (cond, fires) in [
+        (r#"path not under "/workspace", "/tmp""#, false),
+        (r#"path under "/workspace""#, true),
+        (r#"content =~ "AKIA[0-9A-Z]{16}""#, false),
+        (r#"content !~ "AKIA""#, true),
+        ("amount > 100", true),
+        ("amount <= 100", false),
+        ("amount > 100 and not present(nothing)", true),
+        (r#"recipient not in context.contacts, "bob""#, false),
+        (r#"recipient in "alice@example.com""#, true),
+        (r#"path matches "**/*.rs""#, true),
+        (r#"host(url) not in "github.com""#, false),
+        (r#"host(url) in "github.com""#, true),
+        (r#"to[*] not matches "*@example.com""#, true),
+        (r#"any =~ "evil""#, true),
+        ("missing > 1", true),
+        ("amount > 1 or missing > 1", true),
+    ] {
+        let c = compiled(cond);
+        // A regular expression takes its search cache from the `regex` crate's pool on its
+        // first use (one allocation, once); every later use reuses it.
+        let _ = c.eval(&args, &ctx);
+        let before = ALLOCS.with(Cell::get);
+        let out = c.eval(&args, &ctx);
+        let witness = out
+            .witness()
+            .map(|w| (w.reference().len(), w.value().is_some()));
+        let allocs = ALLOCS.with(Cell::get) - before;
+        assert_eq!((out.fires(), allocs), (fires, 0), "{cond}: {witness:?}");
+    }
+}
+
+#[test]
+fn in_query_allocates_the_values_words() {
+    let args = json!({ "recipient": "Alice" });
+    let normalize = |s: &str| s.to_lowercase();
+    let ctx = EvalContext::new("pay alice", &normalize, &[]);
+    let c = compiled("recipient not in query");
+    let before = ALLOCS.with(Cell::get);
+    let fires = c.eval(&args, &ctx).fires();
+    let allocs = ALLOCS.with(Cell::get) - before;
+    // The normalizer's `String` and the value's words.
+    assert_eq!((fires, allocs), (false, 2));
+}
