@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use toolwarden::{Intent, Turn};
+use toolwarden::{Intent, ToolSet, Turn};
 
 #[path = "support/gen.rs"]
 mod gen;
@@ -54,6 +54,15 @@ fn bench_evaluate(c: &mut Criterion) {
             b.iter(|| {
                 policy
                     .offer(&request, &intent, names.iter().map(String::as_str))
+                    .map(|o| o.entries().len())
+            })
+        });
+        // The same offer over a prepared set (`Policy::offer_set`, what the bindings call).
+        let set = ToolSet::from_names(&names);
+        group.bench_with_input(BenchmarkId::new("offer_set", n), &set, |b, set| {
+            b.iter(|| {
+                policy
+                    .offer_set(&request, &intent, black_box(set))
                     .map(|o| o.entries().len())
             })
         });

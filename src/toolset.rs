@@ -21,6 +21,8 @@ use crate::schemas::{schema_name, SchemaError};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolSet {
     entries: Vec<Entry>,
+    /// Whether some entry carries an annotation effect (only a schema set can).
+    tightens: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,6 +46,7 @@ impl ToolSet {
                     annotation_effect: None,
                 })
                 .collect(),
+            tightens: false,
         }
     }
 
@@ -71,7 +74,8 @@ impl ToolSet {
                 annotation_effect: hints.map(|(r, d)| McpEffect::from_hints(r, d).as_str()),
             });
         }
-        Ok(ToolSet { entries })
+        let tightens = entries.iter().any(|e| e.annotation_effect.is_some());
+        Ok(ToolSet { entries, tightens })
     }
 
     /// How many tools the set holds.
@@ -114,6 +118,9 @@ impl Policy {
     ///
     /// [`RequestError`] when the request names a mode, tier or intent the policy does not
     /// declare.
+    // Inlined into the caller (a binding's call), so the decision loop is compiled there as
+    // `offer`'s is, rather than through calls across the core's codegen units.
+    #[inline]
     pub fn offer_set<'s>(
         &self,
         request: &Request,
@@ -121,6 +128,11 @@ impl Policy {
         set: &'s ToolSet,
     ) -> Result<Offer<'s>, RequestError> {
         let bound = self.bind(request, intent)?;
+        if !set.tightens || !self.tables().annotations_tighten {
+            // No annotation can tighten a decision: exactly `offer` over the names (the same
+            // loop, so the decision is inlined into it).
+            return Ok(bound.offer(set.names()));
+        }
         let mut entries = Vec::with_capacity(set.entries.len());
         for e in &set.entries {
             let (decision, _) = self.decide_tightened(&bound, &e.name, e.annotation_effect);
@@ -237,6 +249,33 @@ mod tests {
                 ("read_doc".to_string(), "allow"),
                 ("edit_doc".to_string(), "deny"),
                 ("edit_doc".to_string(), "confirm"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_schema_set_without_annotations_decides_as_offer_over_its_names() {
+        let p = policy();
+        let schemas = [
+            json!({"type": "function", "function": {"name": "edit_doc", "parameters": {}}}),
+            json!({"name": "rm_rf", "input_schema": {}}),
+            json!({"name": "read_doc", "inputSchema": {}}),
+        ];
+        let set = ToolSet::from_schemas(&schemas).unwrap();
+        assert!(!set.tightens);
+        let request = Request::new("agent");
+        let intent = Intent::named("write");
+        let by_set = p.offer_set(&request, &intent, &set).unwrap();
+        let by_names = p
+            .offer(&request, &intent, ["edit_doc", "rm_rf", "read_doc"])
+            .unwrap();
+        assert_eq!(decisions(&by_set), decisions(&by_names));
+        assert_eq!(
+            decisions(&by_set),
+            [
+                ("edit_doc".to_string(), "confirm"),
+                ("rm_rf".to_string(), "deny"),
+                ("read_doc".to_string(), "allow"),
             ]
         );
     }

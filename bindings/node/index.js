@@ -78,7 +78,31 @@ function wrapMethod(cls, name) {
   })
 }
 
+// The asynchronous loaders: a promise whatever happens (a wrong type rejects with TypeError,
+// a policy that does not load with PolicyError), the error classified as the sync ones are.
+function wrapAsyncStatic(cls, name) {
+  const raw = cls[name]
+  Object.defineProperty(cls, name, {
+    value: {
+      [name](a, b) {
+        let promise
+        try {
+          promise = raw.call(this, a, b)
+        } catch (e) {
+          return Promise.reject(classify(e))
+        }
+        return promise.then(undefined, (e) => {
+          throw classify(e)
+        })
+      },
+    }[name],
+    writable: true,
+    configurable: true,
+  })
+}
+
 for (const name of ['fromFile', 'parse', 'fromYaml', 'watch']) wrapStatic(Policy, name)
+for (const name of ['fromFileAsync', 'parseAsync', 'fromYamlAsync']) wrapAsyncStatic(Policy, name)
 for (const name of ['explain', 'checkCall']) wrapMethod(Policy, name)
 wrapMethod(PolicyWatcher, 'reloadNow')
 

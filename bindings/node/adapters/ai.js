@@ -52,27 +52,41 @@ class AiGuard extends TurnGuard {
     return () => ({ activeTools: this.activeTools(this.lastTools) })
   }
 
-  /** The `needsApproval` function of tool `name`: true when the policy asks the user. */
-  needsApproval(name) {
+  /**
+   * The `needsApproval` function of tool `name`: true when the policy asks the user, or when
+   * the tool's own `own` rule (a boolean, or a function of the input and call options that may
+   * return a promise) asks for approval of a call the policy allows. A call the policy denies
+   * is never put to the user: `execute` refuses it with the reason, which the model reads.
+   */
+  needsApproval(name, own) {
+    if (own !== undefined && own !== null && typeof own !== 'boolean' && typeof own !== 'function') {
+      throw new TypeError(`the needsApproval of tool ${name} must be a boolean or a function, not ${Array.isArray(own) ? 'array' : typeof own}`)
+    }
     return (input, options = {}) => {
       const verdict = this.judge(name, input)
       if (verdict.decision === 'confirm') {
         if (options.toolCallId) this.pending.set(options.toolCallId, verdict.pending)
         return true
       }
-      // allow: runs; deny: `execute` refuses it with the reason, which the model reads.
-      return false
+      if (verdict.decision !== 'allow') return false
+      // The policy allows it: the tool's own rule may still ask the user.
+      if (typeof own === 'function') return own(input, options)
+      return own === true
     }
   }
 
-  /** `tools` with `needsApproval` and a guarded `execute` on every tool (a new object). */
+  /**
+   * `tools` with `needsApproval` and a guarded `execute` on every tool (a new object). A tool's
+   * own `needsApproval` is kept and composed with the policy's: approval is asked when either
+   * asks for it.
+   */
   tools(tools) {
     const out = {}
     for (const [name, tool] of Object.entries(tools)) {
       const execute = tool.execute
       out[name] = {
         ...tool,
-        needsApproval: this.needsApproval(name),
+        needsApproval: this.needsApproval(name, tool.needsApproval),
         execute: async (input, options = {}) => {
           let pending = this.pending.get(options.toolCallId)
           if (!pending && approvedCallIds(options.messages).has(options.toolCallId)) {

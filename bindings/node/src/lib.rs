@@ -13,6 +13,7 @@
 
 #![deny(clippy::all)]
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use napi::bindgen_prelude::*;
@@ -43,6 +44,21 @@ fn request_error(env: &Env, e: toolwarden::RequestError) -> Error {
     throw_coded(env, "RequestError", &e.to_string(), None)
 }
 
+/// A JS `Error` with `code` set (and `diagnostics`, when given), not thrown.
+fn coded_error<'e>(
+    env: &'e Env,
+    code: &str,
+    message: &str,
+    diagnostics: Option<Vec<Diagnostic>>,
+) -> Result<Object<'e>> {
+    let mut err = env.create_error(Error::new(Status::GenericFailure, message.to_string()))?;
+    err.set("code", code)?;
+    if let Some(d) = diagnostics {
+        err.set("diagnostics", d)?;
+    }
+    Ok(err)
+}
+
 /// Throws an `Error` with `code` set (and `diagnostics`, when given), returning the pending
 /// exception marker.
 fn throw_coded(
@@ -51,29 +67,37 @@ fn throw_coded(
     message: &str,
     diagnostics: Option<Vec<Diagnostic>>,
 ) -> Error {
-    let build = || -> Result<()> {
-        let mut err = env.create_error(Error::new(Status::GenericFailure, message.to_string()))?;
-        err.set("code", code)?;
-        if let Some(d) = diagnostics {
-            err.set("diagnostics", d)?;
-        }
-        env.throw(err)
-    };
-    match build() {
+    match coded_error(env, code, message, diagnostics).and_then(|err| env.throw(err)) {
         Ok(()) => Error::new(Status::PendingException, message.to_string()),
         Err(e) => e,
     }
 }
 
-/// A `toolwarden::PolicyError` thrown as an `Error` with `code` `PolicyError` and every
-/// diagnostic in `diagnostics` (the package turns it into a `PolicyError` instance).
-fn policy_error(env: &Env, e: toolwarden::PolicyError) -> Error {
+/// The message and diagnostics of a `toolwarden::PolicyError`, as the JS error carries them.
+fn policy_error_parts(e: &toolwarden::PolicyError) -> (String, Vec<Diagnostic>) {
     let diagnostics = e
         .diagnostics()
         .iter()
         .map(|d| Diagnostic::new(d, e.sources()))
         .collect();
-    throw_coded(env, "PolicyError", e.render().trim_end(), Some(diagnostics))
+    (e.render().trim_end().to_string(), diagnostics)
+}
+
+/// A `toolwarden::PolicyError` thrown as an `Error` with `code` `PolicyError` and every
+/// diagnostic in `diagnostics` (the package turns it into a `PolicyError` instance).
+fn policy_error(env: &Env, e: toolwarden::PolicyError) -> Error {
+    let (message, diagnostics) = policy_error_parts(&e);
+    throw_coded(env, "PolicyError", &message, Some(diagnostics))
+}
+
+/// A `toolwarden::PolicyError` as the value a promise rejects with: the same `Error` (code
+/// `PolicyError`, every diagnostic) that the synchronous loaders throw.
+fn policy_rejection(env: &Env, e: toolwarden::PolicyError) -> Error {
+    let (message, diagnostics) = policy_error_parts(&e);
+    match coded_error(env, "PolicyError", &message, Some(diagnostics)) {
+        Ok(err) => Error::from(err.to_unknown()),
+        Err(e) => e,
+    }
 }
 
 /// `typeof` of a value, for messages.
@@ -208,24 +232,26 @@ fn options_arg<'e>(env: &Env, v: Option<Unknown<'e>>, param: &str) -> Result<Opt
 }
 
 /// Where the intent of an evaluation comes from.
-enum IntentSource {
+enum IntentSource<'e> {
     Query(String),
     Given(toolwarden::Intent),
+    /// An `Intent` instance, borrowed for the call (not copied).
+    Instance(ClassInstance<'e, Intent>),
     Fallback,
 }
 
-impl IntentSource {
+impl<'e> IntentSource<'e> {
     /// `{ query, intent }` of an options object.
-    fn from_options(env: &Env, opts: &Option<Object<'_>>) -> Result<IntentSource> {
+    fn from_options(env: &Env, opts: &Option<Object<'e>>) -> Result<IntentSource<'e>> {
         IntentSource::from_values(env, opt_field(opts, "query")?, opt_field(opts, "intent")?)
     }
 
     /// `query` and `intent` given as values (`undefined` and `null` read as absent).
     fn from_values(
         env: &Env,
-        query: Option<Unknown<'_>>,
-        intent: Option<Unknown<'_>>,
-    ) -> Result<IntentSource> {
+        query: Option<Unknown<'e>>,
+        intent: Option<Unknown<'e>>,
+    ) -> Result<IntentSource<'e>> {
         let query = query.filter(|v| !is_nullish(v));
         let intent = intent.filter(|v| !is_nullish(v));
         match (query, intent) {
@@ -235,7 +261,7 @@ impl IntentSource {
             (Some(q), None) => Ok(IntentSource::Query(string_arg(env, &q, "query")?)),
             (None, Some(i)) => {
                 if let Some(it) = instance::<Intent>(&i) {
-                    return Ok(IntentSource::Given(it.inner.clone()));
+                    return Ok(IntentSource::Instance(it));
                 }
                 match i.get_type()? {
                     ValueType::String => Ok(IntentSource::Given(toolwarden::Intent::named(
@@ -257,11 +283,12 @@ impl IntentSource {
         }
     }
 
-    fn resolve(self, policy: &toolwarden::Policy) -> toolwarden::Intent {
+    fn resolve(&self, policy: &toolwarden::Policy) -> Cow<'_, toolwarden::Intent> {
         match self {
-            IntentSource::Query(q) => policy.classify(&q),
-            IntentSource::Given(i) => i,
-            IntentSource::Fallback => policy.fallback_intent(),
+            IntentSource::Query(q) => Cow::Owned(policy.classify(q)),
+            IntentSource::Given(i) => Cow::Borrowed(i),
+            IntentSource::Instance(i) => Cow::Borrowed(&i.inner),
+            IntentSource::Fallback => Cow::Owned(policy.fallback_intent()),
         }
     }
 }
@@ -902,6 +929,77 @@ impl Verdict {
     }
 }
 
+/// The `(text, name)` arguments of `parse` (`name` defaults to `"<string>"`).
+fn text_args(env: &Env, text: &Unknown<'_>, name: Option<Unknown<'_>>) -> Result<(String, String)> {
+    let text = string_arg(env, text, "text")?;
+    let name = match name.filter(|n| !is_nullish(n)) {
+        Some(n) => string_arg(env, &n, "name")?,
+        None => "<string>".to_string(),
+    };
+    Ok((text, name))
+}
+
+/// The `(path, legacy)` arguments of `fromYaml`.
+fn yaml_args(
+    env: &Env,
+    path: &Unknown<'_>,
+    legacy: Option<Unknown<'_>>,
+) -> Result<(String, Option<String>)> {
+    let path = string_arg(env, path, "path")?;
+    let legacy = match legacy.filter(|n| !is_nullish(n)) {
+        Some(l) => Some(string_arg(env, &l, "legacy")?),
+        None => None,
+    };
+    Ok((path, legacy))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading on the thread pool
+// ---------------------------------------------------------------------------------------------
+
+/// What an asynchronous load reads: a `.warden` file, policy text, or seed 004's YAML.
+enum LoadSource {
+    File(String),
+    Text {
+        text: String,
+        name: String,
+    },
+    Yaml {
+        path: String,
+        legacy: Option<String>,
+    },
+}
+
+/// Reads, checks and compiles a policy on the libuv thread pool (`Policy.fromFileAsync`,
+/// `Policy.parseAsync`, `Policy.fromYamlAsync`): the event loop keeps running while a large
+/// policy loads. The promise resolves to the `Policy`, or rejects with the `PolicyError` the
+/// synchronous loader would throw.
+pub struct LoadPolicy {
+    source: LoadSource,
+}
+
+impl Task for LoadPolicy {
+    type Output = std::result::Result<toolwarden::Policy, toolwarden::PolicyError>;
+    type JsValue = Policy;
+
+    fn compute(&mut self) -> Result<Self::Output> {
+        Ok(match &self.source {
+            LoadSource::File(path) => toolwarden::Policy::from_file(path),
+            LoadSource::Text { text, name } => toolwarden::Policy::parse(text, name),
+            LoadSource::Yaml { path, legacy } => toolwarden::Policy::from_yaml(
+                std::path::Path::new(path),
+                legacy.as_deref().map(std::path::Path::new),
+            ),
+        })
+    }
+
+    fn resolve(&mut self, env: Env, output: Self::Output) -> Result<Policy> {
+        output
+            .map(|inner| Policy { inner })
+            .map_err(|e| policy_rejection(&env, e))
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // ToolSet, PolicyWatcher, Policy
 // ---------------------------------------------------------------------------------------------
@@ -1020,6 +1118,22 @@ impl Policy {
             .map_err(|e| policy_error(&env, e))
     }
 
+    /// `fromFile` on the libuv thread pool: a promise of the `Policy`, rejected with
+    /// `PolicyError` (every diagnostic) when it does not load. A wrong type throws `TypeError`
+    /// before anything is read (the package turns it into a rejection).
+    #[napi(
+        writable,
+        configurable,
+        ts_args_type = "path: string",
+        ts_return_type = "Promise<Policy>"
+    )]
+    pub fn from_file_async(env: Env, path: Unknown) -> Result<AsyncTask<LoadPolicy>> {
+        let path = string_arg(&env, &path, "path")?;
+        Ok(AsyncTask::new(LoadPolicy {
+            source: LoadSource::File(path),
+        }))
+    }
+
     /// Checks and compiles policy text; `name` (default `"<string>"`) labels diagnostics and
     /// anchors `include`s. Throws `PolicyError`.
     #[napi(
@@ -1029,14 +1143,29 @@ impl Policy {
         ts_args_type = "text: string, name?: string"
     )]
     pub fn parse(env: Env, text: Unknown, name: Option<Unknown>) -> Result<Policy> {
-        let text = string_arg(&env, &text, "text")?;
-        let name = match name.filter(|n| !is_nullish(n)) {
-            Some(n) => string_arg(&env, &n, "name")?,
-            None => "<string>".to_string(),
-        };
+        let (text, name) = text_args(&env, &text, name)?;
         toolwarden::Policy::parse(&text, &name)
             .map(|inner| Policy { inner })
             .map_err(|e| policy_error(&env, e))
+    }
+
+    /// `parse` on the libuv thread pool: a promise of the `Policy`, rejected with
+    /// `PolicyError`. The text is copied once, into the task.
+    #[napi(
+        writable,
+        configurable,
+        ts_args_type = "text: string, name?: string",
+        ts_return_type = "Promise<Policy>"
+    )]
+    pub fn parse_async(
+        env: Env,
+        text: Unknown,
+        name: Option<Unknown>,
+    ) -> Result<AsyncTask<LoadPolicy>> {
+        let (text, name) = text_args(&env, &text, name)?;
+        Ok(AsyncTask::new(LoadPolicy {
+            source: LoadSource::Text { text, name },
+        }))
     }
 
     /// Loads seed 004's `tool_policies.yaml` at `path`, with the legacy `tools.yaml` catalog
@@ -1049,17 +1178,32 @@ impl Policy {
         ts_args_type = "path: string, legacy?: string"
     )]
     pub fn from_yaml(env: Env, path: Unknown, legacy: Option<Unknown>) -> Result<Policy> {
-        let path = string_arg(&env, &path, "path")?;
-        let legacy = match legacy.filter(|n| !is_nullish(n)) {
-            Some(l) => Some(string_arg(&env, &l, "legacy")?),
-            None => None,
-        };
+        let (path, legacy) = yaml_args(&env, &path, legacy)?;
         toolwarden::Policy::from_yaml(
             std::path::Path::new(&path),
             legacy.as_deref().map(std::path::Path::new),
         )
         .map(|inner| Policy { inner })
         .map_err(|e| policy_error(&env, e))
+    }
+
+    /// `fromYaml` on the libuv thread pool: a promise of the `Policy`, rejected with
+    /// `PolicyError`.
+    #[napi(
+        writable,
+        configurable,
+        ts_args_type = "path: string, legacy?: string",
+        ts_return_type = "Promise<Policy>"
+    )]
+    pub fn from_yaml_async(
+        env: Env,
+        path: Unknown,
+        legacy: Option<Unknown>,
+    ) -> Result<AsyncTask<LoadPolicy>> {
+        let (path, legacy) = yaml_args(&env, &path, legacy)?;
+        Ok(AsyncTask::new(LoadPolicy {
+            source: LoadSource::Yaml { path, legacy },
+        }))
     }
 
     /// Loads the policy at `path` and keeps it current (`{ watch: false }`: only on
@@ -1281,7 +1425,8 @@ impl Policy {
         let request = request_arg(&env, &request)?;
         let tool = string_arg(&env, &tool, "tool")?;
         let opts = options_arg(&env, options, "options")?;
-        let intent = IntentSource::from_options(&env, &opts)?.resolve(&self.inner);
+        let source = IntentSource::from_options(&env, &opts)?;
+        let intent = source.resolve(&self.inner);
         let d = self
             .inner
             .decide_tool(&request.inner, &intent, &tool)

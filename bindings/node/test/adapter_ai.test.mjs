@@ -135,3 +135,102 @@ test('an allowed call runs at once', async () => {
   assert.deepEqual(ran, [['get_invoice', { invoice_id: 7, business_id: 'b-42' }]])
   assert.equal(result.text, 'here')
 })
+
+// A tool's own `needsApproval` is composed with the policy's: approval when either asks.
+
+/** The finance tools with `needsApproval` set on `name` to `own`. */
+function withOwnApproval(ran, name, own) {
+  const tools = financeTools(ran)
+  tools[name] = { ...tools[name], needsApproval: own }
+  return tools
+}
+
+/** The approval requests of a generateText result, as [toolName, input] pairs. */
+function approvalRequests(result) {
+  return result.content.filter((p) => p.type === 'tool-approval-request').map((p) => [p.toolCall.toolName, p.toolCall.input])
+}
+
+test("a tool's own needsApproval: true asks the user for a call the policy allows", async () => {
+  const ran = []
+  const guard = aiGuard(policy, { request, query: 'show invoice 7' })
+  const tools = guard.tools(withOwnApproval(ran, 'get_invoice', true))
+  const call = { invoice_id: 7, business_id: 'b-42' }
+  const { model } = scripted([{ calls: [['get_invoice', call]] }, { text: 'here' }])
+  const first = await generateText({ model, tools, prompt: 'show invoice 7', stopWhen: stepCountIs(3) })
+  assert.deepEqual(ran, [])
+  assert.deepEqual(approvalRequests(first), [['get_invoice', call]])
+
+  const approval = first.content.find((p) => p.type === 'tool-approval-request')
+  const messages = [
+    { role: 'user', content: 'show invoice 7' },
+    ...first.response.messages,
+    { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: approval.approvalId, approved: true }] },
+  ]
+  const second = await generateText({ model, tools, messages, stopWhen: stepCountIs(3) })
+  assert.deepEqual(ran, [['get_invoice', call]])
+  assert.equal(second.text, 'here')
+  // A read-only call: nothing counted against the turn's transactional limit.
+  assert.equal(guard.turn.transactionalCalls, 0)
+})
+
+test("a tool's own needsApproval function decides for allowed calls, and may return a promise", async () => {
+  const ran = []
+  const seenByOwn = []
+  const own = async (input, options) => {
+    seenByOwn.push([input.invoice_id, typeof options.toolCallId])
+    return input.invoice_id === 8
+  }
+  const guard = aiGuard(policy, { request, query: 'show invoices 7 and 8' })
+  const tools = guard.tools(withOwnApproval(ran, 'get_invoice', own))
+  const seven = { invoice_id: 7, business_id: 'b-42' }
+  const eight = { invoice_id: 8, business_id: 'b-42' }
+  const { model } = scripted([{ calls: [['get_invoice', seven], ['get_invoice', eight]] }, { text: 'here' }])
+  const first = await generateText({ model, tools, prompt: 'show invoices 7 and 8', stopWhen: stepCountIs(3) })
+  assert.deepEqual(seenByOwn, [[7, 'string'], [8, 'string']])
+  assert.deepEqual(ran, [['get_invoice', seven]])
+  assert.deepEqual(approvalRequests(first), [['get_invoice', eight]])
+})
+
+test("a tool's own needsApproval: false does not skip the confirmation the policy asks for", async () => {
+  const ran = []
+  let asked = 0
+  const guard = aiGuard(policy, { request, query: 'delete invoice 7' })
+  const tools = guard.tools(
+    withOwnApproval(ran, 'delete_invoice', () => {
+      asked += 1
+      return false
+    }),
+  )
+  const call = { invoice_id: 7, business_id: 'b-42' }
+  const { model } = scripted([{ calls: [['delete_invoice', call]] }, { text: 'deleted' }])
+  const first = await generateText({ model, tools, prompt: 'delete invoice 7', stopWhen: stepCountIs(3) })
+  assert.deepEqual(ran, [])
+  assert.deepEqual(approvalRequests(first), [['delete_invoice', call]])
+  // The policy asked already: the tool's own rule is not consulted.
+  assert.equal(asked, 0)
+})
+
+test("a tool's own needsApproval never puts a call the policy denies to the user", async () => {
+  const ran = []
+  const guard = aiGuard(policy, { request, query: 'show invoice 7' })
+  const tools = guard.tools(withOwnApproval(ran, 'delete_invoice', true))
+  const { model } = scripted([{ calls: [['delete_invoice', { invoice_id: 7, business_id: 'b-42' }]] }, { text: 'sorry' }])
+  const result = await generateText({ model, tools, prompt: 'show invoice 7', stopWhen: stepCountIs(3) })
+  assert.deepEqual(ran, [])
+  assert.deepEqual(approvalRequests(result), [])
+  const error = result.steps[0].content.find((p) => p.type === 'tool-error')
+  assert.ok(error, JSON.stringify(result.steps[0].content))
+  assert.equal(JSON.parse(error.error.message).metadata.stage, 'intent')
+})
+
+test("a tool's own needsApproval of the wrong type is a TypeError", () => {
+  const guard = aiGuard(policy, { request, query: 'show invoice 7' })
+  assert.throws(() => guard.tools(withOwnApproval([], 'get_invoice', 'yes')), {
+    name: 'TypeError',
+    message: 'the needsApproval of tool get_invoice must be a boolean or a function, not string',
+  })
+  assert.throws(() => guard.needsApproval('get_invoice', 1), {
+    name: 'TypeError',
+    message: 'the needsApproval of tool get_invoice must be a boolean or a function, not number',
+  })
+})
