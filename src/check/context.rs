@@ -2,27 +2,14 @@
 //! user's request: `embedded` phrases and `except` words (resolved into [`PhraseRule`]s), and
 //! the `quoted` setting they work with.
 
-use super::*;
+use std::collections::HashMap;
 
-/// One `embedded` phrase or `except` word or phrase, as the classifier reads it.
-#[derive(Clone, Debug)]
-pub(crate) struct PhraseRule {
-    /// The text as written (an `except` stem ends with `*`).
-    pub text: String,
-    /// `except clause`: the entry counts only where it is its whole clause.
-    pub clause: bool,
-    pub span: Span,
-    /// The texts the automaton holds for it (without a stem's `*`), as
-    /// [`KeywordRule::spellings`].
-    pub spellings: Vec<String>,
-}
-
-impl PhraseRule {
-    /// Whether it is a `"stem*"` (only `except` entries may be).
-    pub fn is_stem(&self) -> bool {
-        self.text.ends_with('*')
-    }
-}
+use super::lexicon::spelling_problem;
+use super::shown::shown;
+use super::{Checker, PhraseRule};
+use crate::diagnostic::Diagnostic;
+use crate::limits;
+use crate::syntax::ast::{PhrasesDecl, Quoted, Span};
 
 impl Checker {
     /// Resolves an `embedded` block (`except` false) or an `except` block into the model.
@@ -150,5 +137,12 @@ impl Checker {
             }
         }
         self.diagnostics.extend(problems);
+    }
+
+    /// `quoted count`, `quoted data` or `quoted ignore`.
+    pub(super) fn resolve_quoted(&mut self, quoted: Quoted, span: Span) {
+        if self.single("quoted", span) {
+            self.model.quoted = quoted;
+        }
     }
 }
