@@ -132,7 +132,9 @@ pub(crate) async fn offer(
 /// `POST /v1/check_call` `{"query" or "intent", "call": {"name", "arguments"[, "schema"]},
 /// "session"}`: the verdict as the library's JSON (`decision`, `tool`, …). With a `session`
 /// (an id of `POST /v1/sessions` for this principal; another is HTTP 404), an allowed call
-/// counts in that session's turn (a different query begins a new one).
+/// counts in that session's turn (a different query begins a new one). The policy's
+/// confirmation fields are removed from `arguments` before judging: only the user confirms,
+/// through `/mcp`.
 pub(crate) async fn check_call(
     State(g): State<Arc<Gateway>>,
     Extension(identity): Extension<Identity>,
@@ -152,8 +154,15 @@ pub(crate) async fn check_call(
         );
     }
     schema["name"] = Value::from(b.call.name.clone());
-    let args = b.call.arguments.clone().unwrap_or_else(|| json!({}));
+    let mut args = b.call.arguments.clone().unwrap_or_else(|| json!({}));
     let policy = g.policy();
+    // Only the user confirms, through `/mcp`: a confirmation field in the body is the
+    // caller's own, so the call is judged without it (a held call stays `confirm`).
+    if let Some(o) = args.as_object_mut() {
+        for f in policy.confirm_fields() {
+            o.remove(f);
+        }
+    }
     let mut verdict = None;
     let mut judge = |turn: &mut crate::decision::Turn| {
         verdict = Some(
