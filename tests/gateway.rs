@@ -970,3 +970,37 @@ fn the_decision_api_never_takes_a_confirmation_field_as_the_users_confirmation()
     assert_eq!(decisions, [json!("allow"), json!("allow"), json!("deny")]);
     assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
 }
+
+#[test]
+fn a_tool_the_server_never_listed_is_unknown_and_never_forwarded() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    // Each name matches the policy's `mcp__*__get_*` glob, but server `a`/`b` lists none.
+    for name in [
+        "mcp__b__get_secret_admin_thing",
+        "mcp__a__get_doc__x",
+        "mcp__a__get_../erase_all",
+    ] {
+        let r = s.call(name, json!({}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert_eq!(
+            r["error"]["message"],
+            format!("Unknown tool: {name}"),
+            "{r}"
+        );
+        let (server, tool) = (&name[5..6], &name[8..]);
+        assert_eq!(
+            r["error"]["data"],
+            json!({"reason": format!("server `{server}` does not list a tool `{tool}`"),
+                   "blocked_by_policy": true}),
+            "{r}"
+        );
+    }
+    // A listed tool the glob matches still runs.
+    let r = s.call("mcp__a__get_doc", json!({}));
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "get_doc", "arguments": {}})
+    );
+    assert_eq!(calls_received(g.dir.path()), ["get_doc"]);
+}

@@ -321,7 +321,8 @@ impl Gateway {
     /// is given, and the call runs only when the user accepted; the model's own confirmation
     /// fields are removed from the arguments then, so only the user can confirm. Without
     /// `confirm`, the digest-bound confirmation field of the policy applies. An unknown
-    /// `session` is a JSON-RPC error, and nothing is judged or forwarded.
+    /// `session`, or a tool the server does not list, is a JSON-RPC error (-32602), and
+    /// nothing is judged or forwarded.
     pub async fn call<F, Fut>(
         &self,
         identity: &Identity,
@@ -389,6 +390,27 @@ impl Gateway {
         let schema = listed
             .iter()
             .find(|s| s.get("name").and_then(Value::as_str) == Some(tool));
+        // A call is judged only against the server's whole list: a tool it does not list is
+        // unknown, whatever rule its name would match, and never reaches the server.
+        let Some(schema) = schema else {
+            let reason = format!("server `{server}` does not list a tool `{tool}`");
+            let rec = CallRecord {
+                tool: tool.to_string(),
+                policy_tool: name.to_string(),
+                args_sha256: args_digest(&args),
+                decision: "deny",
+                stage: Some("identity".to_string()),
+                rule: None,
+                reason: reason.clone(),
+                forwarded: false,
+            };
+            if let Err(e) = self.record(&rec) {
+                log(&e);
+            }
+            log(&format!("refused `{name}`: {reason}"));
+            return unknown(&reason);
+        };
+        let schema = Some(schema);
         let judge = match self.judge(identity, self.intent(query), server, elicitation) {
             Ok(j) => j,
             Err(e) => {
