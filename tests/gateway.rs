@@ -1004,3 +1004,69 @@ fn a_tool_the_server_never_listed_is_unknown_and_never_forwarded() {
     );
     assert_eq!(calls_received(g.dir.path()), ["get_doc"]);
 }
+
+#[test]
+fn a_configured_audience_and_issuer_are_required_and_critical_headers_are_refused() {
+    let g = start(|d| {
+        std::fs::write(d.join("jwt.secret"), SECRET).unwrap();
+        config(
+            d,
+            &format!(
+                "[identity]\njwt_hs256_secret_file = {:?}\nissuer = \"idp\"\naudience = \"gw\"\n",
+                d.join("jwt.secret").display().to_string()
+            ),
+        )
+    });
+    let refused = |claims: Value| {
+        let r = Session::open(g.port, Some(&token(SECRET, claims)))
+            .err()
+            .expect("refused");
+        assert_eq!(r.status, 401, "{r:?}");
+        r.json()["error"].as_str().unwrap().to_string()
+    };
+    let exp = in_an_hour();
+    let missing_aud = "unauthorized: invalid token: Missing required claim: aud";
+    let missing_iss = "unauthorized: invalid token: Missing required claim: iss";
+    for (claims, expected) in [
+        (json!({"sub": "ann", "iss": "idp", "exp": exp}), missing_aud),
+        (json!({"sub": "ann", "iss": "idp", "aud": 5, "exp": exp}), missing_aud),
+        (json!({"sub": "ann", "iss": "idp", "aud": null, "exp": exp}), missing_aud),
+        (json!({"sub": "ann", "aud": "gw", "exp": exp}), missing_iss),
+        (json!({"sub": "ann", "iss": 5, "aud": "gw", "exp": exp}), missing_iss),
+        (json!({"sub": "ann", "iss": null, "aud": "gw", "exp": exp}), missing_iss),
+        (
+            json!({"sub": "ann", "iss": "other", "aud": "gw", "exp": exp}),
+            "unauthorized: invalid token: InvalidIssuer",
+        ),
+        (
+            json!({"sub": "ann", "iss": "idp", "aud": "other", "exp": exp}),
+            "unauthorized: invalid token: InvalidAudience",
+        ),
+        (
+            json!({"sub": " \t ", "iss": "idp", "aud": "gw", "exp": exp}),
+            "unauthorized: the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject",
+        ),
+    ] {
+        assert_eq!(refused(claims.clone()), expected, "{claims}");
+    }
+    let good = json!({"sub": "ann", "iss": "idp", "aud": ["gw", "x"], "exp": exp});
+    assert!(Session::open(g.port, Some(&token(SECRET, good.clone()))).is_ok());
+    // RFC 7515 §4.1.11: a critical extension the gateway does not understand refuses the token.
+    let crit = encode(
+        &Header {
+            crit: Some(vec!["exp".to_string()]),
+            ..Header::default()
+        },
+        &good,
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap();
+    let r = Session::open(g.port, Some(&crit)).err().expect("refused");
+    assert_eq!(
+        (r.status, r.json()),
+        (
+            401,
+            json!({"error": "unauthorized: invalid token: its header has a `crit` parameter, and the gateway understands no critical extension"})
+        )
+    );
+}

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use jsonwebtoken::{decode, Algorithm, DecodingKey, Validation};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
 use super::config::{IdentityConfig, KeySource};
@@ -67,6 +68,9 @@ impl Identity {
     }
 }
 
+/// Why a token without a usable `sub` is refused.
+const NO_SUBJECT: &str = "the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject";
+
 /// Verifies bearer tokens with the `[identity]` configuration.
 pub struct Verifier {
     key: DecodingKey,
@@ -118,12 +122,18 @@ impl Verifier {
         validation.leeway = 0;
         validation.validate_nbf = true;
         validation.validate_aud = config.audience.is_some();
+        // A configured audience or issuer is required: a token without the claim, or with
+        // one that is not a string (or, for `aud`, an array of strings), is refused.
+        let mut required = vec!["exp", "sub"];
         if let Some(a) = &config.audience {
             validation.set_audience(&[a]);
+            required.push("aud");
         }
         if let Some(i) = &config.issuer {
             validation.set_issuer(&[i]);
+            required.push("iss");
         }
+        validation.set_required_spec_claims(&required);
         Ok(Verifier {
             key,
             validation,
@@ -136,7 +146,8 @@ impl Verifier {
     /// # Errors
     ///
     /// Why the request is unauthorized: no bearer token, a bad signature, an expired or
-    /// malformed token, a claim of the wrong type, no `sub` (or an empty one): the subject is
+    /// malformed token, a header with `crit`, a claim of the wrong type, a configured `aud` or
+    /// `iss` missing or different, no `sub` (or one of only whitespace): the subject is
     /// the principal whose sessions the request may use, and tokens without one would share.
     pub fn verify(&self, authorization: Option<&str>) -> Result<Identity, String> {
         let header = authorization.ok_or("no bearer token")?;
@@ -145,8 +156,20 @@ impl Verifier {
             .or_else(|| header.strip_prefix("bearer "))
             .ok_or("the Authorization header is not `Bearer TOKEN`")?
             .trim();
+        // RFC 7515 §4.1.11: the gateway understands no critical header extension, so a
+        // token naming any (`crit`) is refused.
+        let head = decode_header(token).map_err(|e| format!("invalid token: {e}"))?;
+        if head.crit.is_some() {
+            return Err(
+                "invalid token: its header has a `crit` parameter, and the gateway understands no critical extension"
+                    .to_string(),
+            );
+        }
         let data = decode::<serde_json::Map<String, Value>>(token, &self.key, &self.validation)
-            .map_err(|e| format!("invalid token: {e}"))?;
+            .map_err(|e| match e.kind() {
+                ErrorKind::MissingRequiredClaim(c) if c == "sub" => NO_SUBJECT.to_string(),
+                _ => format!("invalid token: {e}"),
+            })?;
         let claims = data.claims;
         let c = &self.config;
         let strings = |name: &str| -> Result<Option<Vec<String>>, String> {
@@ -177,13 +200,8 @@ impl Verifier {
             }
         };
         let subject = match string("sub")? {
-            Some(s) if !s.is_empty() => s,
-            _ => {
-                return Err(
-                    "the token has no `sub` claim: the gateway keeps each subject's sessions apart, so a token must name its subject"
-                        .to_string(),
-                )
-            }
+            Some(s) if !s.trim().is_empty() => s,
+            _ => return Err(NO_SUBJECT.to_string()),
         };
         Ok(Identity {
             subject: Some(subject),
