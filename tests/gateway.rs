@@ -1070,3 +1070,30 @@ fn a_configured_audience_and_issuer_are_required_and_critical_headers_are_refuse
         )
     );
 }
+
+#[test]
+fn a_tools_list_cursor_out_of_range_is_invalid_params_and_the_session_keeps_working() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    // A page from the 9th tool (index 8) is the last tool alone.
+    let r = s.request("tools/list", json!({"cursor": "8"}));
+    assert_eq!(r["result"]["tools"][0]["name"], "mcp__b__calls", "{r}");
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(1));
+    assert_eq!(r["result"].get("nextCursor"), None);
+    for cursor in [
+        "18446744073709551615",
+        "18446744073709551616",
+        "9",
+        "-1",
+        "x",
+    ] {
+        let r = s.request("tools/list", json!({"cursor": cursor}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert_eq!(
+            r["error"]["message"],
+            format!("Invalid params: invalid cursor `{cursor}`"),
+            "{r}"
+        );
+    }
+    assert_eq!(s.tool_names(None).len(), 9);
+}

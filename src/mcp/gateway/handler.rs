@@ -172,18 +172,27 @@ impl ServerHandler for GatewayHandler {
         let meta = meta_of(params_meta, &context);
         let (identity, key) = self.who(&context, &meta)?;
         let query = meta.get(QUERY_META).and_then(Value::as_str);
-        let start = match request.as_ref().and_then(|r| r.cursor.as_deref()) {
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let invalid = |c: &str| {
+            ErrorData::invalid_params(format!("Invalid params: invalid cursor `{c}`"), None)
+        };
+        let start = match cursor {
             None => 0,
-            Some(c) => c.parse::<usize>().map_err(|_| {
-                ErrorData::invalid_params(format!("Invalid params: unknown cursor `{c}`"), None)
-            })?,
+            Some(c) => c.parse::<usize>().map_err(|_| invalid(c))?,
         };
         let (tools, unavailable) = self
             .gateway
             .list(&identity, &key, query, elicits(&context))
             .await
             .map_err(|e| refusal(store_refusal(&e)))?;
-        let end = (start + PAGE_SIZE).min(tools.len());
+        // A cursor is the index of a page's first tool, one the gateway gave: any other
+        // (past the list, or so large that the page's end overflows) is refused.
+        let end = match cursor {
+            Some(c) if start >= tools.len() => return Err(invalid(c)),
+            _ => start
+                .checked_add(PAGE_SIZE)
+                .map_or(tools.len(), |e| e.min(tools.len())),
+        };
         let page: Vec<Value> = tools
             .get(start..end)
             .map(<[Value]>::to_vec)
