@@ -150,3 +150,38 @@ fn out_of_file_descriptors_the_accept_loop_backs_off_and_reports_once() {
     let r = exchange(g.port, classify_request(g.port, true).as_bytes());
     assert_eq!(r.status, 200);
 }
+
+#[test]
+fn a_silent_or_half_sent_connection_is_closed_after_the_header_timeout_not_the_idle_one() {
+    let g = start(|d| {
+        config(
+            d,
+            "[limits]\nrequest_timeout_secs = 1\nidle_timeout_secs = 60\n",
+        )
+    });
+    let sends: [&[u8]; 4] = [b"", b"P", b"PRI * HTTP/2.0\r\n", b"POST /mcp HTTP/1.1\r\n"];
+    let mut held: Vec<TcpStream> = sends
+        .iter()
+        .map(|bytes| {
+            let mut s = TcpStream::connect(("127.0.0.1", g.port)).unwrap();
+            s.write_all(bytes).unwrap();
+            s
+        })
+        .collect();
+    let start = Instant::now();
+    for (s, bytes) in held.iter_mut().zip(sends) {
+        let took = closed_within(s, Duration::from_secs(20));
+        let text = String::from_utf8_lossy(bytes);
+        assert!(took.is_some(), "{text:?} was held open past 20 s");
+        let all = start.elapsed();
+        assert!(
+            all < Duration::from_secs(4),
+            "{text:?} closed after {all:?}"
+        );
+    }
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    // A client that sends its request in time is served.
+    let r = exchange(g.port, classify_request(g.port, true).as_bytes());
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["name"], "write");
+}

@@ -1,12 +1,13 @@
 //! The gateway's accept loop: at most `max_connections` connections served at once (past it
 //! a new one waits in the listen backlog), each closed when no byte moved on it either way for
-//! `idle_timeout_secs` and when its request headers take longer than `request_timeout_secs`;
+//! `idle_timeout_secs` and when its request headers take longer than `request_timeout_secs`
+//! (the first request's counted from the connection's start, whatever it sent);
 //! a failed `accept` (out of file descriptors, say) is retried after a growing pause and
 //! reported at most once per [`ACCEPT_REPORT_EVERY`], so the loop never spins.
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -198,7 +199,8 @@ pub async fn serve(
     }
 }
 
-/// Serves one connection until it ends or stays silent for `idle`.
+/// Serves one connection until it ends, stays silent for `idle`, or has not sent its first
+/// request's headers `header_timeout` after it began.
 async fn connection(
     stream: tokio::net::TcpStream,
     app: axum::Router,
@@ -215,6 +217,19 @@ async fn connection(
         start,
         last: last.clone(),
     };
+    // The first request's headers are due `header_timeout` after the connection began, so a
+    // socket that sends nothing, or half a preface ("P"), does not hold a slot for `idle`:
+    // hyper's own header timer starts only once it knows the protocol. Later requests on a
+    // kept-alive connection have hyper's timer.
+    let dispatched = Arc::new(AtomicBool::new(false));
+    let seen = dispatched.clone();
+    let app = app.layer(axum::middleware::map_request(
+        move |request: axum::extract::Request| {
+            seen.store(true, Ordering::Relaxed);
+            std::future::ready(request)
+        },
+    ));
+    let headers_due = start + header_timeout;
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -225,10 +240,18 @@ async fn connection(
     tokio::pin!(conn);
     loop {
         let since = Duration::from_millis(last.load(Ordering::Relaxed));
-        let deadline = start + since + idle;
+        let waiting = !dispatched.load(Ordering::Relaxed);
+        let deadline = if waiting {
+            (start + since + idle).min(headers_due)
+        } else {
+            start + since + idle
+        };
         tokio::select! {
             _ = &mut conn => return,
             _ = tokio::time::sleep_until(deadline.into()) => {
+                if !dispatched.load(Ordering::Relaxed) && Instant::now() >= headers_due {
+                    return;
+                }
                 let since = Duration::from_millis(last.load(Ordering::Relaxed));
                 if start.elapsed() >= since + idle {
                     // Dropping the connection closes it.
