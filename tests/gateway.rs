@@ -1097,3 +1097,47 @@ fn a_tools_list_cursor_out_of_range_is_invalid_params_and_the_session_keeps_work
     }
     assert_eq!(s.tool_names(None).len(), 9);
 }
+
+#[test]
+fn a_principal_ends_its_own_decision_api_sessions_and_no_one_elses() {
+    let g = start(|d| {
+        format!(
+            "{}[limits]\nmax_sessions_per_principal = 2\n",
+            with_identity(d)
+        )
+    });
+    let ann = format!(
+        "Authorization: Bearer {}",
+        token(SECRET, json!({"sub": "ann", "exp": in_an_hour()}))
+    );
+    let bob = format!(
+        "Authorization: Bearer {}",
+        token(SECRET, json!({"sub": "bob", "exp": in_an_hour()}))
+    );
+    let open = || post(g.port, "/v1/sessions", std::slice::from_ref(&ann), b"{}");
+    let first = open().json()["session"].as_str().unwrap().to_string();
+    assert_eq!(open().status, 200);
+    assert_eq!(open().status, 429);
+    let delete = |who: &str, id: &str| {
+        let raw = format!(
+            "DELETE /v1/sessions/{id} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{who}\r\nConnection: close\r\n\r\n",
+            g.port
+        );
+        let r = exchange(g.port, raw.as_bytes());
+        (r.status, r.json())
+    };
+    let unknown = format!("unknown session `{first}`: sessions are issued by the gateway (initialize, or POST /v1/sessions) to one principal, and forgotten when idle");
+    assert_eq!(delete(&bob, &first), (404, json!({"error": unknown})));
+    assert_eq!(delete(&ann, &first), (200, json!({"closed": first})));
+    assert_eq!(delete(&ann, &first), (404, json!({"error": unknown})));
+    // The ended session is gone for check_call too, and its slot is free.
+    let call = json!({"call": {"name": "mcp__a__touch"}, "session": first}).to_string();
+    let r = post(
+        g.port,
+        "/v1/check_call",
+        std::slice::from_ref(&ann),
+        call.as_bytes(),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(open().status, 200);
+}

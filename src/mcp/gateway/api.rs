@@ -2,11 +2,12 @@
 //! languages without a binding: JSON bodies mirroring the library, the library's JSON back,
 //! errors as `{"error": …}` with HTTP 400. The identity is the request's (the same rules as
 //! `/mcp`); `POST /v1/sessions` opens a session for the request's principal, and
-//! `check_call` counts calls in the turn of the `session` it names (one so issued).
+//! `check_call` counts calls in the turn of the `session` it names (one so issued);
+//! `DELETE /v1/sessions/{id}` ends one of the principal's sessions.
 
 use std::sync::Arc;
 
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -99,6 +100,23 @@ pub(crate) async fn open_session(
         Ok(key) => Json(json!({"session": key.id})).into_response(),
         Err(e) => error(store_status(&e), e.to_string()),
     }
+}
+
+/// `DELETE /v1/sessions/{id}`: ends a session of the request's principal (its held calls and
+/// turn are forgotten), so a principal at its cap can open another; answers
+/// `{"closed": ID}`. A session of another principal, or none, is HTTP 404.
+pub(crate) async fn close_session(
+    State(g): State<Arc<Gateway>>,
+    Extension(identity): Extension<Identity>,
+    Path(id): Path<String>,
+) -> Response {
+    let key = SessionKey::new(identity.principal(), id.as_str());
+    // Only a session the store knows for this principal is closed.
+    if let Err(e) = g.store().with_session(&key, &mut |_| {}) {
+        return error(store_status(&e), e.to_string());
+    }
+    g.store().close(&key);
+    Json(json!({"closed": id})).into_response()
 }
 
 /// `POST /v1/classify` `{"query"}`: the intent, as the library's JSON.

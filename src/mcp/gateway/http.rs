@@ -27,7 +27,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{delete, post};
 use axum::Router;
 use http_body_util::{BodyExt, Limited};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -303,6 +303,7 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
         .route("/v1/offer", post(api::offer))
         .route("/v1/check_call", post(api::check_call))
         .route("/v1/sessions", post(api::open_session))
+        .route("/v1/sessions/{id}", delete(api::close_session))
         .with_state(gateway)
         .layer(axum::middleware::from_fn_with_state(guard_state, guard)))
 }
