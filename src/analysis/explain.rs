@@ -463,6 +463,7 @@ impl Policy {
             rule_confirm: t.rule_unknown,
             rule_requires: t.rule_unknown,
             server: crate::compile::NO_SERVER,
+            arg_rules: 0..0,
         });
 
         // 2. connector
