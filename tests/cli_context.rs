@@ -126,3 +126,44 @@ fn offer_and_explain_take_context() {
     let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(v["call"]["decision"], "allow");
 }
+
+#[test]
+fn explain_args_shows_every_rule_fired_or_not() {
+    let explain = |contacts: &str, json: bool| {
+        let mut args = vec![
+            "explain",
+            "-p",
+            "tests/fixtures/rules/money.warden",
+            "--mode",
+            "m",
+            "--tool",
+            "send_money",
+            "--args",
+            r#"{"recipient": "bob"}"#,
+            "--context",
+            contacts,
+        ];
+        if json {
+            args.push("--json");
+        }
+        run(&args)
+    };
+    let o = explain("contacts=alice", false);
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        text.lines().any(|l| l
+            == "rule tests/fixtures/rules/money.warden:15:3: confirm when recipient not in context.contacts  -> fires (confirm) on `recipient` = `bob`"),
+        "{text}"
+    );
+    let o = explain("contacts=bob", true);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(
+        v["argument_rules"],
+        serde_json::json!([{
+            "source": "tests/fixtures/rules/money.warden:15:3",
+            "text": "confirm when recipient not in context.contacts",
+            "fired": null,
+        }])
+    );
+}

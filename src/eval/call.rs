@@ -481,6 +481,31 @@ impl Policy {
         row: &ToolRow,
         args: &Value,
     ) -> Result<Vec<(FiredRule, RuleId)>, RequestError> {
+        let mut fired = Vec::new();
+        self.each_argument_rule(request, intent, Some(row), args, |rule, f| {
+            if let Some(f) = f {
+                fired.push((f, rule));
+            }
+        })?;
+        Ok(fired)
+    }
+
+    /// Evaluates every argument rule of `row` (none for `None`), then every rule that applies
+    /// to all tools, on `args`, and calls `each` with the rule's id and, when it fired, what
+    /// fired it.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownContext`] when the request supplies a `context` set the policy
+    /// does not declare.
+    pub(crate) fn each_argument_rule(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        row: Option<&ToolRow>,
+        args: &Value,
+        mut each: impl FnMut(RuleId, Option<FiredRule>),
+    ) -> Result<(), RequestError> {
         let t = self.tables();
         if let Some(name) = request
             .context_names()
@@ -491,10 +516,12 @@ impl Policy {
                 known: super::request::known(&t.contexts),
             });
         }
-        let own = row.arg_rules.start as usize..row.arg_rules.end as usize;
+        let own = row.map_or(0..0, |r| {
+            r.arg_rules.start as usize..r.arg_rules.end as usize
+        });
         let global = t.global_rules.start as usize..t.global_rules.end as usize;
         if own.is_empty() && global.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let sets: Vec<Option<&ContextSet>> =
             t.contexts.iter().map(|n| request.context_set(n)).collect();
@@ -504,7 +531,6 @@ impl Policy {
             Some(q) => EvalContext::new(q, &normalize, &sets),
             None => EvalContext::without_query(&normalize, &sets),
         };
-        let mut fired = Vec::new();
         for rule in t
             .arg_rules
             .get(own)
@@ -513,35 +539,21 @@ impl Policy {
             .flatten()
         {
             let outcome = rule.condition.eval(args, &ctx);
-            if let Some(w) = outcome.witness() {
-                fired.push((
-                    FiredRule {
-                        source: self
-                            .rule_source(rule.rule)
-                            .map_or_else(String::new, |l| l.to_string()),
-                        outcome: rule.outcome.as_str(),
-                        reference: w.reference().to_string(),
-                        value: w.value_text(),
-                        problem: w.problem().map(|p| p.to_string()),
-                    },
-                    rule.rule,
-                ));
-            } else if outcome.fires() {
-                fired.push((
-                    FiredRule {
-                        source: self
-                            .rule_source(rule.rule)
-                            .map_or_else(String::new, |l| l.to_string()),
-                        outcome: rule.outcome.as_str(),
-                        reference: String::new(),
-                        value: None,
-                        problem: None,
-                    },
-                    rule.rule,
-                ));
-            }
+            let fired = outcome.fires().then(|| {
+                let w = outcome.witness();
+                FiredRule {
+                    source: self
+                        .rule_source(rule.rule)
+                        .map_or_else(String::new, |l| l.to_string()),
+                    outcome: rule.outcome.as_str(),
+                    reference: w.map_or_else(String::new, |w| w.reference().to_string()),
+                    value: w.and_then(|w| w.value_text()),
+                    problem: w.and_then(|w| w.problem()).map(|p| p.to_string()),
+                }
+            });
+            each(rule.rule, fired);
         }
-        Ok(fired)
+        Ok(())
     }
 
     /// Hex SHA-256 over the policy name and version, the tool name and the canonical JSON of
