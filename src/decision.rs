@@ -33,7 +33,7 @@ impl std::fmt::Display for Decision {
 }
 
 /// The evaluation stages, in the order they run (DESIGN.md, "Semantics of offer" and
-/// "Semantics of check_call"). Stages 1–7 decide visibility; 8–11 only run for a call.
+/// "Semantics of check_call"). Stages 1–7 decide visibility; 8–12 only run for a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -56,15 +56,18 @@ pub enum Stage {
     TenantArg,
     /// 9: every `requires` argument is present and not null.
     Requires,
-    /// 10: a call that needs confirmation carries a literal `true` confirmation.
+    /// 10: no argument rule (`deny when ...`, `confirm when ...`) denies the call; a fired
+    /// `confirm` rule makes it need confirmation.
+    Arguments,
+    /// 11: a call that needs confirmation carries a literal `true` confirmation.
     Confirmation,
-    /// 11: the turn has not used up its transactional calls.
+    /// 12: the turn has not used up its transactional calls.
     TurnLimit,
 }
 
 impl Stage {
     /// Every stage in evaluation order.
-    pub const ALL: [Stage; 11] = [
+    pub const ALL: [Stage; 12] = [
         Stage::Identity,
         Stage::Connector,
         Stage::Tenant,
@@ -74,6 +77,7 @@ impl Stage {
         Stage::Intent,
         Stage::TenantArg,
         Stage::Requires,
+        Stage::Arguments,
         Stage::Confirmation,
         Stage::TurnLimit,
     ];
@@ -91,12 +95,13 @@ impl Stage {
             Stage::Intent => "intent",
             Stage::TenantArg => "tenant_arg",
             Stage::Requires => "requires",
+            Stage::Arguments => "arguments",
             Stage::Confirmation => "confirmation",
             Stage::TurnLimit => "turn_limit",
         }
     }
 
-    /// The stage's number, 1 to 11.
+    /// The stage's number, 1 to 12.
     pub fn number(self) -> u8 {
         self as u8 + 1
     }
@@ -239,6 +244,22 @@ pub struct PendingCall {
     pub policy_version: Option<u64>,
 }
 
+/// An argument rule that fired on a call: its outcome, where it is written, and the argument
+/// and value that made it fire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FiredRule {
+    /// `file:line:col` of the rule.
+    pub source: String,
+    /// `"deny"` or `"confirm"`.
+    pub outcome: &'static str,
+    /// The argument reference as the rule writes it (`recipients[*]`, `host(url)`, `any`).
+    pub reference: String,
+    /// The value that made it fire, cut to 80 characters; `None` for an absent argument.
+    pub value: Option<String>,
+    /// Why the condition could not be evaluated, when that is why it fired (fail closed).
+    pub problem: Option<String>,
+}
+
 /// The result of `check_call`: run it (`allow`, with the arguments to execute), ask first
 /// (`confirm`, with the pending call) or block it (`deny`), with the stage, a human reason and
 /// the rule's source.
@@ -271,6 +292,11 @@ pub struct Verdict {
     /// enforcement would have made, when this allow overrode it (then `stage`, `source` and
     /// `reason` are that decision's); `None` otherwise.
     pub would_be: Option<Decision>,
+    /// The argument rules that fired on the call, in evaluation order (the tool's own rules,
+    /// then those that apply to every tool); empty when none fired or the call did not reach
+    /// stage `arguments`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<FiredRule>,
     /// The argument names that confirm a call (`confirm fields`).
     #[serde(skip)]
     pub(crate) confirm_fields: Vec<String>,
@@ -299,8 +325,17 @@ impl Verdict {
     /// "policy_source"}}`; a confirm (`"decision": "confirm"`) adds
     /// `"confirmation_required": true`, `"confirmation_fields"` and `"pending_call"`. An allow
     /// that advisory enforcement let through adds `"advisory": {"would_be", "stage",
-    /// "reason"}` to its metadata.
+    /// "reason"}` to its metadata. When argument rules fired, `"rules"` lists them
+    /// (`[{"source", "outcome", "reference", "value", "problem"}]`).
     pub fn to_json(&self) -> Value {
+        let mut v = self.to_json_without_rules();
+        if !self.rules.is_empty() {
+            v["rules"] = serde_json::to_value(&self.rules).unwrap_or(Value::Null);
+        }
+        v
+    }
+
+    fn to_json_without_rules(&self) -> Value {
         match self.decision {
             Decision::Allow => {
                 let mut v = serde_json::json!({

@@ -142,7 +142,7 @@ pub use check::Cell;
 pub use classify::{normalize, Hit, Intent, Normalized};
 pub use compile::{Edge, Node};
 pub use decision::{
-    Decision, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
+    Decision, FiredRule, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
 };
 pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, Sources};
 pub use eval::{canonical_json_text, BoundRequest, Request, RequestError};

@@ -180,7 +180,12 @@ impl Policy {
     /// Never fails: any text classifies, in time linear in its length; text over
     /// [`crate::limits::MAX_QUERY_BYTES`] is cut there (`Intent::truncated`).
     pub fn classify(&self, query: &str) -> Intent {
-        self.inner.compiled.classifier.classify(query)
+        let mut intent = self.inner.compiled.classifier.classify(query);
+        if !self.tables().arg_rules.is_empty() {
+            let normalized = crate::classify::normalize(query, self.tables().fold_accents);
+            intent.query = Some(normalized.text.as_str().into());
+        }
+        intent
     }
 
     /// The policy text of a rule (the span's source), or `""`.

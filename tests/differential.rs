@@ -23,6 +23,7 @@ fn error_kind(e: &RequestError) -> &'static str {
         RequestError::NoMode { .. } => "no_mode",
         RequestError::UnknownTier { .. } => "unknown_tier",
         RequestError::UnknownIntent { .. } => "unknown_intent",
+        RequestError::UnknownContext { .. } => "unknown_context",
     }
 }
 

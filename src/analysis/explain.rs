@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::RuleRef;
 use crate::classify::Intent;
-use crate::decision::{Decision, RuleId, Stage, ToolMatch};
+use crate::decision::{Decision, FiredRule, RuleId, Stage, ToolMatch};
 use crate::eval::{Request, RequestError};
 use crate::policy::Policy;
 use crate::syntax::ast::Span;
@@ -463,6 +463,7 @@ impl Policy {
             rule_confirm: t.rule_unknown,
             rule_requires: t.rule_unknown,
             server: crate::compile::NO_SERVER,
+            arg_rules: 0..0,
         });
 
         // 2. connector
@@ -713,5 +714,49 @@ impl Policy {
             });
         }
         Ok(trace)
+    }
+}
+
+/// One argument rule that applies to a tool, as `explain --args` shows it: where it is, its
+/// canonical text, and whether it fired on the arguments given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RuleCheck {
+    /// `file:line:col` of the rule.
+    pub source: String,
+    /// The rule as written in the policy.
+    pub text: String,
+    /// What fired it, when it fired; `None` when it stayed silent.
+    pub fired: Option<FiredRule>,
+}
+
+impl Policy {
+    /// Every argument rule that applies to `tool` (its own, then those of the `rules` and
+    /// `defaults` blocks), each evaluated on `args` with the confirmation fields removed, as
+    /// stage `arguments` of `check_call` evaluates them.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownContext`] when the request supplies a `context` set the policy
+    /// does not declare.
+    pub fn explain_rules(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tool: &str,
+        args: &serde_json::Value,
+    ) -> Result<Vec<RuleCheck>, RequestError> {
+        let (_, row) = self.resolve_tool(tool);
+        let args = self.strip_confirmation(args);
+        let mut out = Vec::new();
+        self.each_argument_rule(request, intent, row, &args, |rule, fired| {
+            out.push(RuleCheck {
+                source: self
+                    .rule_source(rule)
+                    .map_or_else(String::new, |l| l.to_string()),
+                text: self.rule_text(rule).to_string(),
+                fired,
+            });
+        })?;
+        Ok(out)
     }
 }

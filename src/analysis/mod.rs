@@ -14,7 +14,7 @@ pub mod table;
 pub mod testrun;
 
 pub use diff::PolicyDiff;
-pub use explain::{Trace, TraceStep};
+pub use explain::{RuleCheck, Trace, TraceStep};
 pub use table::{Table, TableFormat};
 
 use serde::Serialize;

@@ -23,6 +23,7 @@
 //! | `defaults.rs` | `defaults`, `unknown`, `confirm fields`, `tenant arg`, `limit transactional`, `trust annotations` |
 //! | `tools.rs` | `tool`, `match`; that each has an effect |
 //! | `attrs.rs` | the attributes of a `tool`, a `match` or `defaults` |
+//! | `rules.rs` | `context`; the argument rules of `tool`, `match`, `defaults` and `rules` |
 //! | `patterns.rs` | patterns that can never match, catch-all patterns |
 //! | `invisible.rs` | invisible characters in strings and comments (on the source text) |
 //!
@@ -48,6 +49,7 @@ mod modes;
 mod names;
 mod patterns;
 mod roles;
+mod rules;
 mod shown;
 mod suggest;
 mod tools;
@@ -56,7 +58,7 @@ pub(crate) use invisible::invisible_characters;
 pub use model::Cell;
 pub(crate) use model::{
     AttrModel, KeywordRule, MatrixModel, ModeModel, Model, NegationRule, PatternModel, PhraseRule,
-    Sym, ToolModel,
+    RuleModel, Sym, ToolModel,
 };
 pub(crate) use suggest::suggest;
 
@@ -91,6 +93,8 @@ struct Checker {
     perm_statements: HashMap<String, Span>,
     /// First span of each single-use declaration keyword.
     singles: HashMap<&'static str, Span>,
+    /// Declared `context` sets by name -> their `ContextId`.
+    context_ix: HashMap<String, u32>,
 }
 
 impl Checker {
@@ -111,6 +115,8 @@ impl Checker {
             for decl in &file.decls {
                 self.resolve(decl);
             }
+            let rules = self.resolve_rules(&file.defaults_rules);
+            self.model.rules.extend(rules);
         }
         self.check_cycles();
         self.check_tools_complete();
@@ -135,6 +141,7 @@ impl Checker {
             Decl::Roles { chains, .. } => self.declare_roles(chains),
             Decl::Permission { name, implies, .. } => self.declare_permission(name, implies),
             Decl::Tiers { names, span } => self.declare_tiers(names, *span),
+            Decl::Context { names, .. } => self.declare_context(names),
             _ => {}
         }
     }
@@ -166,6 +173,10 @@ impl Checker {
             }
             Decl::Tool(t) => self.resolve_tool(t),
             Decl::Match(m) => self.resolve_match(m),
+            Decl::Rules(r) => {
+                let rules = self.resolve_rules(&r.rules);
+                self.model.rules.extend(rules);
+            }
             _ => {}
         }
     }

@@ -1,7 +1,8 @@
 //! The checked policy: [`Model`], every name resolved to an index and every rule with its
 //! span, and the types it is made of. The compiler reads it; nothing after the compiler does.
 
-use crate::syntax::ast::{Combine, Direction, Quoted, Span};
+use crate::condition::CompiledCondition;
+use crate::syntax::ast::{Combine, Direction, Quoted, RuleOutcome, Span};
 
 /// A declared name and where it was declared.
 #[derive(Clone, Debug)]
@@ -106,6 +107,16 @@ pub(crate) struct ToolModel {
     pub name: Sym,
     pub span: Span,
     pub attrs: AttrModel,
+    /// Its own argument rules, compiled, in source order.
+    pub rules: Vec<RuleModel>,
+}
+
+/// One checked argument rule: its outcome, its compiled condition and the rule's span.
+#[derive(Clone, Debug)]
+pub(crate) struct RuleModel {
+    pub outcome: RuleOutcome,
+    pub condition: CompiledCondition,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]
@@ -113,6 +124,8 @@ pub(crate) struct PatternModel {
     pub glob: Sym,
     pub span: Span,
     pub attrs: AttrModel,
+    /// Its own argument rules, compiled, in source order.
+    pub rules: Vec<RuleModel>,
 }
 
 /// A checked policy: every name resolved to an index, every rule with its span.
@@ -155,6 +168,11 @@ pub(crate) struct Model {
     pub fold_accents: bool,
     /// `trust annotations ignore` was declared (the default is `tighten`).
     pub ignore_annotations: bool,
+    /// The declared `context` sets, in declaration order (a set's index is its `ContextId`).
+    pub contexts: Vec<Sym>,
+    /// The rules that apply to every tool: those of the top-level `rules` blocks and of the
+    /// `defaults` blocks, in file and source order.
+    pub rules: Vec<RuleModel>,
 }
 
 /// One `embedded` phrase or `except` word or phrase, as the classifier reads it.

@@ -26,10 +26,12 @@ impl Checker {
         self.tool_ix
             .insert(t.name.text.clone(), self.model.tools.len());
         let attrs = self.resolve_attrs(&t.attrs);
+        let rules = self.resolve_rules(&t.rules);
         self.model.tools.push(ToolModel {
             name: sym(&t.name),
             span: t.span,
             attrs,
+            rules,
         });
     }
 
@@ -61,12 +63,14 @@ impl Checker {
             return;
         }
         let attrs = self.resolve_attrs(&m.attrs);
+        let rules = self.resolve_rules(&m.rules);
         self.pattern_ix
             .insert(m.pattern.text.clone(), self.model.patterns.len());
         self.model.patterns.push(PatternModel {
             glob: sym(&m.pattern),
             span: m.span,
             attrs,
+            rules,
         });
     }
 

@@ -412,6 +412,7 @@ impl Classifier {
                 dropped,
                 fallback: true,
                 truncated,
+                query: None,
             };
         }
         let mut ordered = (0..self.intents.len())
@@ -429,6 +430,7 @@ impl Classifier {
             dropped,
             fallback: false,
             truncated,
+            query: None,
         }
     }
 

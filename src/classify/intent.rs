@@ -48,6 +48,11 @@ pub struct Intent {
     /// [`limits::MAX_QUERY_BYTES`]: crate::limits::MAX_QUERY_BYTES
     /// [`limits::MAX_QUERY_OCCURRENCES`]: crate::limits::MAX_QUERY_OCCURRENCES
     pub truncated: bool,
+    /// The user's query, normalized as keywords are, when the intent was classified from one
+    /// ([`crate::Policy::classify`]); argument rules `in query` read it. `None` for an intent
+    /// given by name, where `in query` cannot be evaluated (its rule fires).
+    #[serde(skip)]
+    pub query: Option<ArcStr>,
 }
 
 impl Intent {
@@ -61,6 +66,7 @@ impl Intent {
             dropped: Vec::new(),
             fallback: false,
             truncated: false,
+            query: None,
         }
     }
 
@@ -80,6 +86,7 @@ impl Intent {
             dropped: Vec::new(),
             fallback: false,
             truncated: false,
+            query: None,
         }
     }
 }

@@ -191,17 +191,19 @@ pub(crate) fn explain(req: &RequestArgs, tool: &str, args: Option<&str>, json: b
     let trace = policy
         .explain(&request, &intent, tool)
         .map_err(|e| e.to_string())?;
-    let verdict = match args {
-        None => None,
+    let (verdict, rules) = match args {
+        None => (None, Vec::new()),
         Some(a) => {
             let args: serde_json::Value =
                 serde_json::from_str(a).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
             let mut turn = toolwarden::Turn::new();
-            Some(
-                policy
-                    .check_call(&request, &intent, &mut turn, tool, &args)
-                    .map_err(|e| e.to_string())?,
-            )
+            let verdict = policy
+                .check_call(&request, &intent, &mut turn, tool, &args)
+                .map_err(|e| e.to_string())?;
+            let rules = policy
+                .explain_rules(&request, &intent, tool, &args)
+                .map_err(|e| e.to_string())?;
+            (Some(verdict), rules)
         }
     };
     if json {
@@ -209,9 +211,31 @@ pub(crate) fn explain(req: &RequestArgs, tool: &str, args: Option<&str>, json: b
         if let Some(verdict) = &verdict {
             v["call"] = verdict.to_json();
         }
+        if !rules.is_empty() {
+            v["argument_rules"] = serde_json::to_value(&rules).map_err(|e| e.to_string())?;
+        }
         println!("{}", pretty(&v));
     } else {
         print!("{}", trace.render());
+        for r in &rules {
+            let verdict = match &r.fired {
+                None => "silent".to_string(),
+                Some(f) => {
+                    let mut t = format!("fires ({})", f.outcome);
+                    if !f.reference.is_empty() {
+                        t.push_str(&format!(" on `{}`", f.reference));
+                    }
+                    if let Some(v) = &f.value {
+                        t.push_str(&format!(" = `{v}`"));
+                    }
+                    if let Some(p) = &f.problem {
+                        t.push_str(&format!(": {p}"));
+                    }
+                    t
+                }
+            };
+            println!("rule {}: {}  -> {verdict}", r.source, r.text);
+        }
         if let Some(v) = verdict {
             println!(
                 "call: {}{} ({}){}",

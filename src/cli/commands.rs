@@ -180,6 +180,28 @@ pub(crate) fn request_of(policy: &Policy, req: &RequestArgs) -> Result<(Request,
             .collect();
         request = request.connectors(tier.trim().to_string(), servers);
     }
+    let mut contexts_seen: Vec<&str> = Vec::new();
+    for spec in &req.contexts {
+        let Some((name, values)) = spec.split_once('=') else {
+            return Err(format!(
+                "`--context {spec}` must be NAME=value1,value2 (or NAME= for the empty set)"
+            ));
+        };
+        let name = name.trim();
+        if contexts_seen.contains(&name) {
+            return Err(format!(
+                "`--context` sets `{name}` twice; give each set once, its values comma-separated"
+            ));
+        }
+        contexts_seen.push(name);
+        let values: Vec<String> = values
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        request = request.context(name.to_string(), values);
+    }
     let intent = match (&req.query, &req.intent) {
         (Some(q), _) => policy.classify(q),
         (None, Some(i)) => Intent::named(i.clone()),

@@ -313,6 +313,10 @@ pub(crate) struct RequestArgs {
     /// A tool name exempt from the intent stage (repeatable).
     #[arg(long = "forced")]
     forced: Vec<String>,
+    /// A `context` set the argument rules read: `NAME=v1,v2`; `NAME=` is the empty set
+    /// (repeatable, each name once).
+    #[arg(long = "context", value_name = "NAME=VALUES")]
+    contexts: Vec<String>,
     /// The user's query; its intent is classified.
     #[arg(long, conflicts_with = "intent")]
     query: Option<String>,

@@ -14,11 +14,12 @@ use rustc_hash::FxHashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::check::{AttrModel, Cell, Model};
+use crate::check::{AttrModel, Cell, Model, RuleModel};
 use crate::classify::Classifier;
+use crate::condition::CompiledCondition;
 use crate::decision::RuleId;
 use crate::relation::Relation;
-use crate::syntax::ast::Span;
+use crate::syntax::ast::{RuleOutcome, Span};
 
 pub(crate) use bits::BitSet;
 
@@ -83,6 +84,32 @@ pub enum Edge {
     Outranks,
 }
 
+/// One compiled argument rule.
+#[derive(Clone, Debug)]
+pub(crate) struct ArgRule {
+    pub outcome: RuleOutcome,
+    pub condition: CompiledCondition,
+    /// Its entry in the rule table (span, kind [`RuleKind::Argument`]).
+    pub rule: RuleId,
+}
+
+/// Appends `rules` to `out` (each with a rule-table entry) and returns their range.
+fn push_rules(
+    rules: &[RuleModel],
+    out: &mut Vec<ArgRule>,
+    table: &mut RuleTable,
+) -> std::ops::Range<u32> {
+    let start = idx32(out.len());
+    for r in rules {
+        out.push(ArgRule {
+            outcome: r.outcome,
+            condition: r.condition.clone(),
+            rule: table.add(Some(r.span), RuleKind::Argument),
+        });
+    }
+    start..idx32(out.len())
+}
+
 /// Where a rule came from and what kind of rule it is.
 #[derive(Clone, Debug)]
 pub(crate) struct RuleInfo {
@@ -102,7 +129,10 @@ pub(crate) enum RuleKind {
     Roles,
     Permissions,
     Restrict,
-    Cell { matrix: u16, intent: u8 },
+    Cell {
+        matrix: u16,
+        intent: u8,
+    },
     ModeConfirm,
     ConfirmAlways,
     TenantArg,
@@ -110,6 +140,8 @@ pub(crate) enum RuleKind {
     ConfirmFields,
     Limit,
     NoMatrix,
+    /// An argument rule (`deny when ...`, `confirm when ...`).
+    Argument,
 }
 
 /// One tool's (or pattern's) evaluation row.
@@ -131,6 +163,8 @@ pub(crate) struct ToolRow {
     pub rule_perms: RuleId,
     pub rule_confirm: RuleId,
     pub rule_requires: RuleId,
+    /// Its own argument rules: a range of [`Tables::arg_rules`].
+    pub arg_rules: std::ops::Range<u32>,
     /// For a declared tool named `<prefix><server>__<tool>`: the server's index in
     /// [`Tables::servers`]; [`NO_SERVER`] otherwise (and for patterns and defaults, whose
     /// names are only known at decision time).
@@ -212,6 +246,15 @@ pub(crate) struct Tables {
     /// `trust annotations tighten` (the default): MCP annotations may make a decision stricter.
     pub annotations_tighten: bool,
     pub rules: Vec<RuleInfo>,
+    /// Every argument rule: each row's own rules are a range of it, and so are the rules
+    /// that apply to every tool ([`Tables::global_rules`]).
+    pub arg_rules: Vec<ArgRule>,
+    /// The rules of the `rules` and `defaults` blocks, which apply to every tool.
+    pub global_rules: std::ops::Range<u32>,
+    /// The declared `context` sets, by `ContextId`.
+    pub contexts: Vec<Box<str>>,
+    /// Whether the classifier folds accents (so `in query` normalizes values the same way).
+    pub fold_accents: bool,
 }
 
 /// The compiled form: graph, tables and classifier.
@@ -420,8 +463,11 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             rule_confirm: rules.add(attrs.confirm_always, RuleKind::ConfirmAlways),
             rule_requires: rules.add(attrs.requires.as_ref().map(|(_, s)| *s), RuleKind::Requires),
             server: NO_SERVER,
+            arg_rules: 0..0,
         }
     };
+    let mut arg_rules: Vec<ArgRule> = Vec::new();
+    let global_rules = push_rules(&model.rules, &mut arg_rules, &mut rules);
 
     let mut tools = Vec::with_capacity(model.tools.len());
     let mut tool_index = FxHashMap::with_capacity_and_hasher(model.tools.len(), Default::default());
@@ -429,6 +475,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
     let mut server_index: FxHashMap<&str, u32> = FxHashMap::default();
     for (i, t) in model.tools.iter().enumerate() {
         let mut row = row_of(&t.attrs, t.span, RuleKind::ToolDecl, &mut rules);
+        row.arg_rules = push_rules(&t.rules, &mut arg_rules, &mut rules);
         if let Some(server) = model
             .prefix
             .as_ref()
@@ -453,7 +500,8 @@ pub(crate) fn compile(model: &Model) -> Compiled {
     }
     let mut patterns: Vec<PatternRow> = Vec::with_capacity(model.patterns.len());
     for (i, p) in model.patterns.iter().enumerate() {
-        let row = row_of(&p.attrs, p.span, RuleKind::PatternDecl, &mut rules);
+        let mut row = row_of(&p.attrs, p.span, RuleKind::PatternDecl, &mut rules);
+        row.arg_rules = push_rules(&p.rules, &mut arg_rules, &mut rules);
         let node = graph.add_node(Node::Pattern(idx32(i)));
         link_attrs(
             &mut graph,
@@ -552,6 +600,14 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         rule_limit: rules.add(model.limit.map(|(_, s)| s), RuleKind::Limit),
         annotations_tighten: !model.ignore_annotations,
         rules: rules.0,
+        arg_rules,
+        global_rules,
+        contexts: model
+            .contexts
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        fold_accents: model.fold_accents,
     };
     Compiled {
         graph,

@@ -111,7 +111,8 @@ impl ContextSet {
 /// What a condition needs from the request besides the arguments: the user's query, the
 /// normalizer for argument values, and the `context` sets.
 pub struct EvalContext<'a> {
-    query: words::Words,
+    /// `None`: no query text is known (`in query` cannot be evaluated).
+    query: Option<words::Words>,
     normalize: &'a dyn Fn(&str) -> String,
     contexts: &'a [Option<&'a ContextSet>],
 }
@@ -132,7 +133,21 @@ impl<'a> EvalContext<'a> {
         contexts: &'a [Option<&'a ContextSet>],
     ) -> EvalContext<'a> {
         EvalContext {
-            query: words::Words::new(query),
+            query: Some(words::Words::new(query)),
+            normalize,
+            contexts,
+        }
+    }
+
+    /// The context of a call whose user query is not known (an intent given by name): every
+    /// `in query` comparison cannot be evaluated, so its rule fires
+    /// ([`Problem::QueryNotGiven`]). `normalize` and `contexts` as for [`EvalContext::new`].
+    pub fn without_query(
+        normalize: &'a dyn Fn(&str) -> String,
+        contexts: &'a [Option<&'a ContextSet>],
+    ) -> EvalContext<'a> {
+        EvalContext {
+            query: None,
             normalize,
             contexts,
         }
@@ -235,6 +250,8 @@ pub enum Problem {
     NotAPath,
     /// The request did not supply this `context` set.
     ContextNotGiven(ContextId),
+    /// `in query`, but the user's query is not known (the intent was given by name).
+    QueryNotGiven,
 }
 
 impl fmt::Display for Problem {
@@ -254,6 +271,7 @@ impl fmt::Display for Problem {
             Problem::NotAHost => f.write_str("no host can be read from the value"),
             Problem::NotAPath => f.write_str("the path holds a NUL or climbs above `/`"),
             Problem::ContextNotGiven(_) => f.write_str("the request did not supply the set"),
+            Problem::QueryNotGiven => f.write_str("the user's query is not known"),
         }
     }
 }
@@ -1213,11 +1231,19 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
             None => missing = missing.or(Some(*id)),
         }
     }
-    if m.query && ctx.query.contains(&words::Words::new(&(ctx.normalize)(s))) {
-        return Ok(Truth::True);
+    let mut no_query = false;
+    if m.query {
+        match &ctx.query {
+            Some(q) if q.contains(&words::Words::new(&(ctx.normalize)(s))) => {
+                return Ok(Truth::True)
+            }
+            Some(_) => {}
+            None => no_query = true,
+        }
     }
     match missing {
         Some(id) => Err(Problem::ContextNotGiven(id)),
+        None if no_query => Err(Problem::QueryNotGiven),
         None => Ok(Truth::False),
     }
 }

@@ -1,6 +1,6 @@
 //! The execution guard, `check_call` and its variants: stages 1–7 as in `offer`, then the
-//! tenant argument (8), required arguments (9), confirmation against a pending call (10) and
-//! the per-turn limit (11), with the digest that ties a confirmation to one exact call.
+//! tenant argument (8), required arguments (9), argument rules (10), confirmation against a
+//! pending call (11) and the per-turn limit (12), with the digest that ties a confirmation to one exact call.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -8,7 +8,8 @@ use sha2::{Digest, Sha256};
 use crate::args::json_kind;
 use crate::classify::Intent;
 use crate::compile::ToolRow;
-use crate::decision::{Decision, PendingCall, RuleId, Stage, Turn, Verdict};
+use crate::condition::{ContextSet, EvalContext};
+use crate::decision::{Decision, FiredRule, PendingCall, RuleId, Stage, Turn, Verdict};
 use crate::limits;
 
 use super::json::{canonical_json, canonical_object, json_depth};
@@ -233,6 +234,7 @@ impl Policy {
             missing: Vec::new(),
             confirmation_received: false,
             would_be: None,
+            rules: Vec::new(),
             confirm_fields: t.confirm_fields.iter().map(|s| s.to_string()).collect(),
         };
         let deny = |mut v: Verdict, stage: Stage, rule: RuleId, reason: String| {
@@ -311,7 +313,7 @@ impl Policy {
             v.missing = missing;
             return Ok(v);
         }
-        // 10. confirmation
+        // The arguments the pending-call digest covers: confirmation fields removed.
         let mut exec_args = obj.clone();
         // Confirmed only when some confirmation field is the JSON literal `true` and none says
         // anything else: `{"confirmed": false, "confirmation": true}` is not a confirmation.
@@ -326,9 +328,36 @@ impl Policy {
                 }
             }
         }
+        // 10. arguments
+        let judged = Value::Object(exec_args);
+        let fired = self.judge_arguments(request, intent, row, &judged)?;
+        let exec_args = match judged {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut rule_confirm = None;
+        if !fired.is_empty() {
+            let deny_at = fired.iter().position(|(f, _)| f.outcome == "deny");
+            let (first, rule) = &fired[deny_at.unwrap_or(0)];
+            let text = rule_reason(first);
+            let rule = *rule;
+            verdict.rules = fired.into_iter().map(|(f, _)| f).collect();
+            if deny_at.is_some() {
+                let reason = format!("`{tool}` is denied by the argument rule at {text}");
+                return Ok(deny(verdict, Stage::Arguments, rule, reason));
+            }
+            rule_confirm = Some((rule, text));
+        }
+        // 11. confirmation
         let confirmed = any_true && !any_other;
         verdict.confirmation_received = confirmed;
-        if d.decision == Decision::Confirm {
+        if let Some((rule, _)) = rule_confirm {
+            if d.decision != Decision::Confirm {
+                verdict.stage = Some(Stage::Arguments);
+                verdict.source = self.rule_source(rule).map(|l| l.to_string());
+            }
+        }
+        if d.decision == Decision::Confirm || rule_confirm.is_some() {
             let digest = self.call_digest(tool, &exec_args);
             if !confirmed {
                 let fields = t
@@ -337,12 +366,22 @@ impl Policy {
                     .map(|f| format!("`{f}`"))
                     .collect::<Vec<_>>()
                     .join(" or ");
+                let why = match &rule_confirm {
+                    Some((_, text)) if d.decision != Decision::Confirm => {
+                        format!("the argument rule at {text}")
+                    }
+                    Some((_, text)) => format!(
+                        "{}; and the argument rule at {text}",
+                        self.reason_as(tool, &d, request, effect_override)
+                    ),
+                    None => self.reason_as(tool, &d, request, effect_override),
+                };
+                verdict.decision = Decision::Confirm;
                 verdict.reason = if fields.is_empty() {
-                    format!("`{tool}` needs confirmation ({}) and the policy declares no `confirm fields`", self.reason_as(tool, &d, request, effect_override))
+                    format!("`{tool}` needs confirmation ({why}) and the policy declares no `confirm fields`")
                 } else {
                     format!(
-                        "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({})",
-                        self.reason_as(tool, &d, request, effect_override)
+                        "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({why})"
                     )
                 };
                 verdict.pending = Some(PendingCall {
@@ -404,7 +443,7 @@ impl Policy {
                 }
             }
         }
-        // 11. turn limit
+        // 12. turn limit
         let transactional = Some(row_effect(row)) != t.read_only_effect;
         if transactional {
             if let Some(limit) = t.limit {
@@ -427,6 +466,96 @@ impl Policy {
         Ok(verdict)
     }
 
+    /// Stage 10: runs every argument rule of `row` and every rule that applies to all tools on
+    /// `args` (confirmation fields already removed), and returns those that fired with their
+    /// rule ids, in evaluation order.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownContext`] when the request supplies a `context` set the policy
+    /// does not declare.
+    fn judge_arguments(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        row: &ToolRow,
+        args: &Value,
+    ) -> Result<Vec<(FiredRule, RuleId)>, RequestError> {
+        let mut fired = Vec::new();
+        self.each_argument_rule(request, intent, Some(row), args, |rule, f| {
+            if let Some(f) = f {
+                fired.push((f, rule));
+            }
+        })?;
+        Ok(fired)
+    }
+
+    /// Evaluates every argument rule of `row` (none for `None`), then every rule that applies
+    /// to all tools, on `args`, and calls `each` with the rule's id and, when it fired, what
+    /// fired it.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownContext`] when the request supplies a `context` set the policy
+    /// does not declare.
+    pub(crate) fn each_argument_rule(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        row: Option<&ToolRow>,
+        args: &Value,
+        mut each: impl FnMut(RuleId, Option<FiredRule>),
+    ) -> Result<(), RequestError> {
+        let t = self.tables();
+        if let Some(name) = request
+            .context_names()
+            .find(|n| !t.contexts.iter().any(|c| **c == **n))
+        {
+            return Err(RequestError::UnknownContext {
+                name: name.to_string(),
+                known: super::request::known(&t.contexts),
+            });
+        }
+        let own = row.map_or(0..0, |r| {
+            r.arg_rules.start as usize..r.arg_rules.end as usize
+        });
+        let global = t.global_rules.start as usize..t.global_rules.end as usize;
+        if own.is_empty() && global.is_empty() {
+            return Ok(());
+        }
+        let sets: Vec<Option<&ContextSet>> =
+            t.contexts.iter().map(|n| request.context_set(n)).collect();
+        let fold = t.fold_accents;
+        let normalize = move |s: &str| crate::classify::normalize(s, fold).text;
+        let ctx = match intent.query.as_deref() {
+            Some(q) => EvalContext::new(q, &normalize, &sets),
+            None => EvalContext::without_query(&normalize, &sets),
+        };
+        for rule in t
+            .arg_rules
+            .get(own)
+            .into_iter()
+            .chain(t.arg_rules.get(global))
+            .flatten()
+        {
+            let outcome = rule.condition.eval(args, &ctx);
+            let fired = outcome.fires().then(|| {
+                let w = outcome.witness();
+                FiredRule {
+                    source: self
+                        .rule_source(rule.rule)
+                        .map_or_else(String::new, |l| l.to_string()),
+                    outcome: rule.outcome.as_str(),
+                    reference: w.map_or_else(String::new, |w| w.reference().to_string()),
+                    value: w.and_then(|w| w.value_text()),
+                    problem: w.and_then(|w| w.problem()).map(|p| p.to_string()),
+                }
+            });
+            each(rule.rule, fired);
+        }
+        Ok(())
+    }
+
     /// Hex SHA-256 over the policy name and version, the tool name and the canonical JSON of
     /// the arguments (object keys sorted at every depth, whatever order the map keeps, so the
     /// digest does not depend on serde_json's `preserve_order` feature).
@@ -445,4 +574,20 @@ impl Policy {
         let hash = Sha256::digest(text.as_bytes());
         hash.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// How a reason names a fired rule: `file:line:col`, the argument reference and the value
+/// (already cut to 80 characters), or why the condition could not be evaluated.
+fn rule_reason(f: &FiredRule) -> String {
+    let mut text = f.source.clone();
+    if !f.reference.is_empty() {
+        text.push_str(&format!(" on `{}`", f.reference));
+    }
+    match (&f.value, &f.problem) {
+        (Some(v), Some(p)) => text.push_str(&format!(" = `{v}` ({p})")),
+        (Some(v), None) => text.push_str(&format!(" = `{v}`")),
+        (None, Some(p)) => text.push_str(&format!(" ({p})")),
+        (None, None) => {}
+    }
+    text
 }

@@ -7,7 +7,7 @@
 //! * `policy`: the [`Policy`] handle and the table accessors the stages read.
 //! * `request`: [`Request`], [`RequestError`] and binding a request ([`BoundRequest`]).
 //! * `stages`: stages 1–7, one tool name at a time (`offer`, `decide_tool`).
-//! * `call`: the execution guard, `check_call` and its variants (stages 8–11, confirmation).
+//! * `call`: the execution guard, `check_call` and its variants (stages 8–12, argument rules, confirmation).
 //! * `reason`: the one-sentence reason of a decision.
 //! * `json`: canonical JSON for call digests, and the argument depth check.
 

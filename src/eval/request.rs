@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classify::Intent;
 use crate::compile::BitSet;
+use crate::condition::ContextSet;
 
 use super::Policy;
 
@@ -41,6 +42,10 @@ pub struct Request {
     pub(super) connectors: Vec<(String, Vec<String>)>,
     #[serde(default)]
     pub(super) forced: Vec<String>,
+    /// `(name, set)` for each `context` set the request supplies, in the order given (a name
+    /// given twice: the last one counts).
+    #[serde(skip)]
+    pub(super) contexts: Vec<(String, ContextSet)>,
 }
 
 impl Request {
@@ -110,6 +115,40 @@ impl Request {
         self
     }
 
+    /// Supplies the `context` set `name` (`context.NAME` in argument rules) with `values`; an
+    /// empty list is the empty set. A set the policy declares but the request does not supply
+    /// makes every rule that reads it fire (fail closed). Naming a set the policy does not
+    /// declare makes `check_call` return [`RequestError::UnknownContext`].
+    ///
+    /// ```
+    /// use toolwarden::Request;
+    /// let request = Request::new("supervised").context("contacts", ["alice", "bob"]);
+    /// assert_eq!(request.context_names().collect::<Vec<_>>(), ["contacts"]);
+    /// ```
+    pub fn context<I, S>(mut self, name: impl Into<String>, values: I) -> Request
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let name = name.into();
+        self.contexts.retain(|(n, _)| *n != name);
+        self.contexts.push((name, ContextSet::new(values)));
+        self
+    }
+
+    /// The names of the `context` sets the request supplies, in the order given.
+    pub fn context_names(&self) -> impl Iterator<Item = &str> {
+        self.contexts.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The `context` set `name`, when the request supplies it.
+    pub fn context_set(&self, name: &str) -> Option<&ContextSet> {
+        self.contexts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s)
+    }
+
     /// The mode, or `None` for the policy's default mode.
     pub fn mode(&self) -> Option<&str> {
         self.mode.as_deref()
@@ -167,6 +206,14 @@ pub enum RequestError {
         /// The declared tiers, as a readable list.
         known: String,
     },
+    /// A `context` set the request supplies is not declared by the policy.
+    #[error("unknown context set `{name}`; the policy declares {known}")]
+    UnknownContext {
+        /// The set named.
+        name: String,
+        /// The declared `context` sets, as a readable list.
+        known: String,
+    },
     /// The intent is not declared.
     #[error("unknown intent `{intent}`; the policy declares {known}")]
     UnknownIntent {
@@ -177,7 +224,7 @@ pub enum RequestError {
     },
 }
 
-fn known(names: &[Box<str>]) -> String {
+pub(super) fn known(names: &[Box<str>]) -> String {
     if names.is_empty() {
         return "none".to_string();
     }

@@ -94,7 +94,6 @@ fn load_one(
     }
     let (tree, mut diags) = crate::syntax::parse_file(text, file);
     diagnostics.append(&mut diags);
-    diagnostics.extend(unenforced_rules(&tree));
     type Inc = (String, ast::Span, bool, Option<String>);
     let includes: Vec<Inc> = tree
         .decls
@@ -254,28 +253,4 @@ fn display_name(p: &Path) -> String {
         || p.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
-}
-
-/// One error per argument rule in `tree`. The checker and the evaluator do not read rules yet,
-/// so a policy that has them is refused rather than loaded with its rules silently ignored
-/// (which would allow what the rules deny). This goes once `check_call` runs its `arguments`
-/// stage.
-fn unenforced_rules(tree: &PolicyFile) -> Vec<Diagnostic> {
-    let in_bodies = tree.decls.iter().flat_map(|d| match d {
-        Decl::Tool(t) => t.rules.as_slice(),
-        Decl::Match(m) => m.rules.as_slice(),
-        Decl::Rules(r) => r.rules.as_slice(),
-        _ => &[],
-    });
-    in_bodies
-        .chain(&tree.defaults_rules)
-        .map(|r| {
-            Diagnostic::error(
-                "rule-not-enforced",
-                "argument rules are not enforced by this version of toolwarden",
-            )
-            .at(r.span, "this rule would be ignored")
-            .help("remove the rule, or use a version of toolwarden that runs the `arguments` stage")
-        })
-        .collect()
 }

@@ -722,6 +722,9 @@ impl Judge {
             Some(Stage::Requires) => {
                 "supplying the required arguments as a JSON object".to_string()
             }
+            Some(Stage::Arguments) => {
+                "arguments that the policy's argument rules do not deny".to_string()
+            }
             Some(Stage::Confirmation) => {
                 format!("repeating exactly the call the user confirmed, with {fields} set to true")
             }

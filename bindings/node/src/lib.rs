@@ -898,6 +898,13 @@ impl Verdict {
         self.inner.missing.clone()
     }
 
+    /// The argument rules that fired, in evaluation order
+    /// (`{ source, outcome, reference, value, problem }`); empty when none fired.
+    #[napi(getter, ts_return_type = "Array<Record<string, unknown>>")]
+    pub fn rules(&self) -> Value {
+        serde_json::to_value(&self.inner.rules).unwrap_or(Value::Null)
+    }
+
     /// Whether the call carried a confirmation field set to the literal `true`.
     #[napi(getter)]
     pub fn confirmation_received(&self) -> bool {

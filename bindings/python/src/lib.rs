@@ -857,6 +857,13 @@ impl Verdict {
         self.inner.missing.clone()
     }
 
+    /// The argument rules that fired, in evaluation order, each a dict with `source`,
+    /// `outcome`, `reference`, `value` and `problem`; empty when none fired.
+    #[getter]
+    fn rules(&self, py: Python<'_>) -> PyResult<PyObject> {
+        json_to_py(py, &serde_json::to_value(&self.inner.rules).unwrap_or(Value::Null))
+    }
+
     /// Whether the call carried a confirmation field set to the literal `True`.
     #[getter]
     fn confirmation_received(&self) -> bool {

@@ -220,6 +220,9 @@ class Verdict:
     @property
     def missing(self) -> List[str]: ...
     @property
+    def rules(self) -> List[Dict[str, Any]]:
+        """The argument rules that fired: `source`, `outcome`, `reference`, `value`, `problem`."""
+    @property
     def confirmation_received(self) -> bool: ...
     @property
     def is_allowed(self) -> bool: ...
