@@ -12,6 +12,7 @@ use serde_json::{json, Map, Value};
 use super::config::GatewayConfig;
 use super::identity::Identity;
 use super::session_store::{Changed, SessionChange, SessionKey, SessionStore, StoreError};
+use super::telemetry::{CallSpan, CallStart, Telemetry};
 use super::upstream::{ListLimits, Upstream};
 use crate::audit::Clock;
 use crate::classify::Intent;
@@ -66,6 +67,7 @@ pub struct Gateway {
     store: Arc<dyn SessionStore>,
     audit: Option<Mutex<Box<dyn AuditSink>>>,
     policy_ref: PolicyRef,
+    telemetry: Telemetry,
     told: Mutex<HashSet<String>>,
 }
 
@@ -138,7 +140,9 @@ impl Gateway {
                 )
             })
             .collect();
+        let telemetry = Telemetry::new(config.otlp_endpoint.as_deref())?;
         let g = Gateway {
+            telemetry,
             policy_ref: PolicyRef::of(&policy),
             policy,
             config,
@@ -323,8 +327,14 @@ impl Gateway {
     }
 
     /// Writes the record of one decision, `decision_id`, to the audit log (one `write` of the
-    /// whole line, then flush), before its call is forwarded.
-    fn record(&self, rec: &CallRecord, decision_id: &str) -> Result<(), String> {
+    /// whole line, then flush), before its call is forwarded, and puts the decision on `span`.
+    fn record(
+        &self,
+        rec: &CallRecord,
+        decision_id: &str,
+        span: &mut CallSpan,
+    ) -> Result<(), String> {
+        span.decided(rec, &self.policy_ref, decision_id);
         let Some(audit) = &self.audit else {
             return Ok(());
         };
@@ -356,6 +366,74 @@ impl Gateway {
         name: &str,
         arguments: Option<Map<String, Value>>,
         confirm: Option<F>,
+    ) -> CallAnswer
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = UserAnswer>,
+    {
+        let mut span = CallSpan::default();
+        self.run(
+            identity, session, query, name, arguments, confirm, &mut span,
+        )
+        .await
+    }
+
+    /// [`Gateway::call`] for the JSON-RPC request `request_id` whose `params._meta` is `meta`,
+    /// in a span of its own when telemetry is on ([`super::telemetry`]): the span's parent is
+    /// the trace context in `meta`, and it records the decision and how the call ended.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_traced<F, Fut>(
+        &self,
+        identity: &Identity,
+        session: &SessionKey,
+        query: Option<&str>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        confirm: Option<F>,
+        request_id: &Value,
+        meta: &Value,
+    ) -> CallAnswer
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = UserAnswer>,
+    {
+        let mut span = self.telemetry.start(CallStart {
+            tool: name,
+            request_id,
+            session: &session.id,
+            meta,
+        });
+        let answer = self
+            .run(
+                identity, session, query, name, arguments, confirm, &mut span,
+            )
+            .await;
+        match &answer {
+            CallAnswer::Error { code, message, .. } => span.failed(&code.to_string(), message),
+            CallAnswer::Result(v) if v["isError"] == true => span.failed(
+                "tool_error",
+                v["content"][0]["text"].as_str().unwrap_or("isError"),
+            ),
+            CallAnswer::Result(_) => {}
+        }
+        answer
+    }
+
+    /// The telemetry of the gateway.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run<F, Fut>(
+        &self,
+        identity: &Identity,
+        session: &SessionKey,
+        query: Option<&str>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        confirm: Option<F>,
+        span: &mut CallSpan,
     ) -> CallAnswer
     where
         F: FnOnce(String) -> Fut,
@@ -405,7 +483,7 @@ impl Gateway {
                     reason: text.clone(),
                     forwarded: false,
                 };
-                let _ = self.record(&rec, &decision_id);
+                let _ = self.record(&rec, &decision_id, span);
                 log(&text);
                 return CallAnswer::Result(tool_error(
                     &text,
@@ -472,7 +550,7 @@ impl Gateway {
                             forwarded: false,
                             ..judged.record.clone()
                         };
-                        if let Err(e) = self.record(&rec, &decision_id) {
+                        if let Err(e) = self.record(&rec, &decision_id, span) {
                             log(&e);
                         }
                         return CallAnswer::Result(tool_error(
@@ -485,7 +563,7 @@ impl Gateway {
                 }
             }
         }
-        if let Err(e) = self.record(&judged.record, &decision_id) {
+        if let Err(e) = self.record(&judged.record, &decision_id, span) {
             let r = Refusal::error(&format!("{e}; `{name}` is refused"));
             log(&format!("{e}; `{name}` is refused"));
             return self.refused(&r, name);

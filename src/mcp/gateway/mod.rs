@@ -14,6 +14,7 @@
 //! - [`http`]: Streamable HTTP at `/mcp` and the decision API ([`api`]) behind the strict,
 //!   authenticating guard layer.
 //! - [`stdio`]: one client on stdio, each line parsed strictly before rmcp reads it.
+//! - [`telemetry`]: an OpenTelemetry span per `tools/call`, exported over OTLP/HTTP.
 
 pub mod api;
 pub mod config;
@@ -25,6 +26,7 @@ pub mod listener;
 pub mod redis_store;
 pub mod session_store;
 pub mod stdio;
+pub mod telemetry;
 pub mod upstream;
 
 use std::sync::Arc;
@@ -108,7 +110,8 @@ pub fn serve(
             });
         }
         let limits = gateway.config().limits.clone();
-        match listen {
+        let kept = gateway.clone();
+        let served = match listen {
             Some(addr) => {
                 let app = http::app(gateway)?;
                 let listener = tokio::net::TcpListener::bind(addr)
@@ -119,6 +122,10 @@ pub fn serve(
                 listener::serve(listener, app, &limits).await
             }
             None => stdio::serve(gateway, stdio_identity).await,
-        }
+        };
+        // The spans not yet exported are sent before the gateway exits.
+        let telemetry = tokio::task::spawn_blocking(move || kept.telemetry().shutdown());
+        let _ = telemetry.await;
+        served
     })
 }
