@@ -180,6 +180,8 @@ mod otel {
 
     impl Exporter {
         pub(super) fn new(endpoint: &str) -> Result<Exporter, String> {
+            // The HTTP client's TLS (for an https:// endpoint) needs a crypto provider.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let url = format!("{}/v1/traces", endpoint.trim_end_matches('/'));
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
