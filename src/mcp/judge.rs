@@ -107,7 +107,7 @@ impl PendingCalls {
     }
 
     /// The held call of `digest` when it may be confirmed now: armed and not expired.
-    fn confirmable(&self, digest: &str) -> Option<&PendingCall> {
+    pub fn confirmable(&self, digest: &str) -> Option<&PendingCall> {
         let &(n, since) = self.made.get(digest)?;
         let fresh = self.now_ms >= since && self.now_ms - since < HOLD_TTL_MS;
         (n <= self.armed_through && fresh)
@@ -115,7 +115,9 @@ impl PendingCalls {
             .flatten()
     }
 
-    fn hold(&mut self, pending: PendingCall) {
+    /// Holds `pending` for confirmation, made now (by [`PendingCalls::set_now`]); nothing when
+    /// a call of the same digest is held already. Past [`MAX_PENDING`] the oldest is forgotten.
+    pub fn hold(&mut self, pending: PendingCall) {
         if self.calls.contains_key(&pending.digest) {
             return;
         }
@@ -132,7 +134,8 @@ impl PendingCalls {
         }
     }
 
-    fn release(&mut self, digest: &str) {
+    /// Forgets the hold of `digest` (it was confirmed, or expired).
+    pub fn release(&mut self, digest: &str) {
         self.calls.remove(digest);
         self.made.remove(digest);
         self.order.retain(|d| d != digest);
@@ -148,6 +151,21 @@ pub struct CallJudgment {
     /// `None` to send the arguments as they came. `Err` when it must not be forwarded: what
     /// to answer the client.
     pub forward: Result<Option<Map<String, Value>>, Refusal>,
+}
+
+/// What judging one call would change in its session, for a caller that keeps the session's
+/// state elsewhere and applies the change atomically ([`Judge::judge_call_effects`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallEffects {
+    /// The digest of the held call this call's confirmation looked for (a call carrying a
+    /// confirmation field set to `true` for a call that needs one).
+    pub wanted: Option<String>,
+    /// The digest of the held call this call consumes: it was confirmed and is allowed.
+    pub take: Option<String>,
+    /// The call to hold for confirmation.
+    pub hold: Option<PendingCall>,
+    /// Whether the call counts as a transactional call of the turn (it is allowed).
+    pub counted: bool,
 }
 
 /// The answer to a call that is not forwarded.
@@ -518,12 +536,45 @@ impl Judge {
         tool: &str,
         args: &Value,
     ) -> CallJudgment {
+        let (judged, effects) = self.judge_call_effects(
+            &mut |digest| pending.confirmable(digest).cloned(),
+            turn,
+            schema,
+            tool,
+            args,
+        );
+        if let Some(d) = &effects.take {
+            pending.release(d);
+        }
+        if let Some(h) = effects.hold {
+            pending.hold(h);
+        }
+        judged
+    }
+
+    /// [`Judge::judge_call_in_turn`] without changing any state but `turn`: `held` gives the
+    /// held call of a digest when it may be confirmed now (armed and fresh), and the returned
+    /// [`CallEffects`] say what the session must change for the judgment to stand (the hold to
+    /// take, the call to hold, whether it counted in the turn). A caller whose state is shared
+    /// applies them atomically, and judges again when it cannot (the hold was taken meanwhile,
+    /// the turn's limit was reached meanwhile).
+    pub fn judge_call_effects(
+        &self,
+        held: &mut dyn FnMut(&str) -> Option<PendingCall>,
+        turn: &mut Turn,
+        schema: Option<&Value>,
+        tool: &str,
+        args: &Value,
+    ) -> (CallJudgment, CallEffects) {
+        let mut effects = CallEffects::default();
+        let before = turn.transactional_calls;
         let pname = self.policy_name(tool);
         let digest = args_digest(args);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.evaluate(pending, turn, schema, tool, &pname, args)
+            self.evaluate(held, &mut effects, turn, schema, tool, &pname, args)
         }))
         .unwrap_or_else(|_| Err("the evaluator panicked".to_string()));
+        effects.counted = turn.transactional_calls > before;
         let record =
             |decision, stage: Option<&str>, rule: Option<String>, reason: &str, fwd| CallRecord {
                 tool: tool.to_string(),
@@ -535,7 +586,11 @@ impl Judge {
                 reason: reason.to_string(),
                 forwarded: fwd,
             };
-        match outcome {
+        if outcome.is_err() {
+            // No decision: nothing held, taken or counted (fail closed).
+            effects = CallEffects::default();
+        }
+        let judged = match outcome {
             Ok(Evaluated::Unknown(reason, rule)) => CallJudgment {
                 record: record("deny", Some("identity"), rule, &reason, self.advisory),
                 forward: if self.advisory {
@@ -591,12 +646,15 @@ impl Judge {
                     forward,
                 }
             }
-        }
+        };
+        (judged, effects)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn evaluate(
         &self,
-        pending: &mut PendingCalls,
+        held_call: &mut dyn FnMut(&str) -> Option<PendingCall>,
+        effects: &mut CallEffects,
         turn: &mut Turn,
         schema: Option<&Value>,
         tool: &str,
@@ -655,10 +713,11 @@ impl Judge {
             ));
         };
         if confirmed {
-            if let Some(earlier) = pending.confirmable(&held.digest).cloned() {
+            effects.wanted = Some(held.digest.clone());
+            if let Some(earlier) = held_call(&held.digest) {
                 let v = check(args, Some(&earlier), turn)?;
                 if v.is_allowed() {
-                    pending.release(&held.digest);
+                    effects.take = Some(held.digest.clone());
                 }
                 return Ok(Evaluated::Verdict(Box::new(v), tightening));
             }
@@ -668,7 +727,7 @@ impl Judge {
             ));
         }
         // Not confirmed: hold it and ask.
-        pending.hold(held);
+        effects.hold = Some(held);
         Ok(Evaluated::Verdict(Box::new(unconfirmed), tightening))
     }
 

@@ -1,5 +1,8 @@
-//! The proxy's audit log: one JSON line per decision, written and flushed before the call it
-//! records is forwarded.
+//! The audit log of the proxy and the gateway: one JSON line per decision, written with one
+//! `write` of the whole line and flushed before the call it records is forwarded.
+//!
+//! Each record names its decision (`decision_id`, a random UUID) and the policy that made it
+//! (`policy`, `policy_version`, `policy_sha256`, [`PolicyRef`]).
 
 use std::io::Write;
 
@@ -20,12 +23,55 @@ pub trait AuditSink: Send {
 }
 
 impl<W: Write + Send> AuditSink for W {
+    /// The record and its newline in one buffer, handed to one `write_all` (for a file opened
+    /// to append: one `write(2)`, so lines of several writers never interleave and a killed
+    /// process leaves whole lines), then `flush`. Nothing calls `fsync`: a record written is in
+    /// the kernel's cache, safe from the process dying, not from the machine losing power.
     fn record(&mut self, record: &Value) -> std::io::Result<()> {
         let mut line = record.to_string();
         line.push('\n');
         self.write_all(line.as_bytes())?;
         self.flush()
     }
+}
+
+/// The policy a record's decision was made by: its name and version (from its `policy`
+/// declaration) and the hex SHA-256 of its source, so a record names exactly the text that
+/// decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRef {
+    /// The policy's name.
+    pub name: String,
+    /// Its version, when declared.
+    pub version: Option<u64>,
+    /// Hex SHA-256 over the text of each source file of the policy, each after its length in
+    /// bytes (8 bytes, little-endian): the same text has the same digest wherever it is read
+    /// from.
+    pub sha256: String,
+}
+
+impl PolicyRef {
+    /// The reference of `policy`.
+    pub fn of(policy: &crate::Policy) -> PolicyRef {
+        let sources = policy.sources();
+        let mut h = Sha256::new();
+        for i in 0..sources.len() {
+            let file = crate::span::FileId(u32::try_from(i).unwrap_or(u32::MAX));
+            let text = sources.text(file);
+            h.update((text.len() as u64).to_le_bytes());
+            h.update(text.as_bytes());
+        }
+        PolicyRef {
+            name: policy.name().to_string(),
+            version: policy.version(),
+            sha256: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+}
+
+/// A fresh `decision_id`: a random version 4 UUID.
+pub fn new_decision_id() -> String {
+    uuid::Uuid::new_v4().to_string()
 }
 
 /// The system clock at millisecond precision (`2026-11-29T19:54:58.682Z`), the `time` of the
@@ -76,11 +122,22 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
-    /// The record as its JSON line: `time`, `event: "tools/call"`, the fields, `advisory`.
-    pub fn to_json(&self, time: String, advisory: bool) -> Value {
+    /// The record as its JSON line: `time`, `event: "tools/call"`, `decision_id`, the
+    /// policy's `policy`, `policy_version` and `policy_sha256`, the fields, `advisory`.
+    pub fn to_json(
+        &self,
+        time: String,
+        advisory: bool,
+        policy: &PolicyRef,
+        decision_id: &str,
+    ) -> Value {
         json!({
             "time": time,
             "event": "tools/call",
+            "decision_id": decision_id,
+            "policy": policy.name,
+            "policy_version": policy.version,
+            "policy_sha256": policy.sha256,
             "tool": self.tool,
             "policy_tool": self.policy_tool,
             "args_sha256": self.args_sha256,

@@ -43,7 +43,7 @@ use crate::mcp::message::{
     answer_id, escape_log, is_own_id, parse_message, rpc_error, valid_id, IdKey, INVALID_PARAMS,
     INVALID_REQUEST, MAX_BATCH, OWN_ID_PREFIX,
 };
-use crate::mcp::record::{AuditSink, CallRecord};
+use crate::mcp::record::{new_decision_id, AuditSink, CallRecord, PolicyRef};
 
 /// At most this many client messages wait for the server's tool list; more are refused.
 pub const MAX_WAITING: usize = 1024;
@@ -91,6 +91,8 @@ enum Listing {
 /// One client-server connection's state. See the module docs.
 pub struct Session {
     judge: Judge,
+    /// The policy the records name.
+    policy_ref: PolicyRef,
     audit: Option<Box<dyn AuditSink>>,
     clock: Box<dyn Clock + Send>,
     /// In-flight client `tools/list` requests, counted per id.
@@ -146,6 +148,7 @@ impl Session {
         clock: Box<dyn Clock + Send>,
     ) -> Session {
         Session {
+            policy_ref: PolicyRef::of(judge.policy()),
             judge,
             audit,
             clock,
@@ -542,11 +545,12 @@ impl Session {
             }
         };
         // Record first; a call that cannot be recorded is not forwarded.
-        if let Err(e) = self.write_audit(
-            &judgment
-                .record
-                .to_json(self.clock.now(), self.judge.advisory()),
-        ) {
+        if let Err(e) = self.write_audit(&judgment.record.to_json(
+            self.clock.now(),
+            self.judge.advisory(),
+            &self.policy_ref,
+            &new_decision_id(),
+        )) {
             out.log.push(format!("cannot write the audit file: {e}"));
             if judgment.forward.is_ok() {
                 let reason = if self.judge.advisory() {

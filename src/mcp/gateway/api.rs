@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 
 use super::core::Gateway;
 use super::identity::Identity;
-use super::session_store::{SessionKey, StoreError};
+use super::session_store::{Changed, SessionChange, SessionKey, StoreError};
 use crate::classify::Intent;
 
 fn error(status: StatusCode, message: String) -> Response {
@@ -96,7 +96,7 @@ pub(crate) async fn open_session(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    match g.store().open(&identity.principal(), None) {
+    match g.store().open(&identity.principal(), None).await {
         Ok(key) => Json(json!({"session": key.id})).into_response(),
         Err(e) => error(store_status(&e), e.to_string()),
     }
@@ -111,11 +111,14 @@ pub(crate) async fn close_session(
     Path(id): Path<String>,
 ) -> Response {
     let key = SessionKey::new(identity.principal(), id.as_str());
-    // Only a session the store knows for this principal is closed.
-    if let Err(e) = g.store().with_session(&key, &mut |_| {}) {
+    // Only a session the store knows for this principal is closed (`held` reads only, and
+    // fails for a session the principal was not issued).
+    if let Err(e) = g.store().held(&key, "").await {
         return error(store_status(&e), e.to_string());
     }
-    g.store().close(&key);
+    if let Err(e) = g.store().close(&key).await {
+        return error(store_status(&e), e.to_string());
+    }
     Json(json!({"closed": id})).into_response()
 }
 
@@ -181,25 +184,32 @@ pub(crate) async fn check_call(
             o.remove(f);
         }
     }
-    let mut verdict = None;
-    let mut judge = |turn: &mut crate::decision::Turn| {
-        verdict = Some(
-            policy
-                .check_call_schema(&request, &intent, turn, &schema, &args, None)
-                .map_err(|e| e.to_string()),
-        );
+    let judge = |turn: &mut crate::decision::Turn| {
+        policy
+            .check_call_schema(&request, &intent, turn, &schema, &args, None)
+            .map_err(|e| e.to_string())
     };
-    match &b.session {
-        Some(s) => {
-            let key = SessionKey::new(identity.principal(), s.as_str());
-            if let Err(e) = g.store().with_session(&key, &mut |st| {
-                st.enter(b.query.as_deref());
-                judge(&mut st.turn);
-            }) {
-                return error(store_status(&e), e.to_string());
+    // Judged in a fresh turn; an allowed call that counts is counted by the store, which
+    // checks the turn's limit in the same step.
+    let mut turn = crate::decision::Turn::new();
+    let mut verdict = Some(judge(&mut turn));
+    if let Some(s) = &b.session {
+        let key = SessionKey::new(identity.principal(), s.as_str());
+        let change = SessionChange {
+            query: b.query.as_deref(),
+            count: turn.transactional_calls > 0,
+            limit: g.turn_limit(),
+            ..SessionChange::default()
+        };
+        match g.store().change(&key, change).await {
+            Ok(Changed::TurnFull(n)) => {
+                verdict = Some(judge(&mut crate::decision::Turn {
+                    transactional_calls: n,
+                }));
             }
+            Ok(_) => {}
+            Err(e) => return error(store_status(&e), e.to_string()),
         }
-        None => judge(&mut crate::decision::Turn::new()),
     }
     match verdict {
         Some(Ok(v)) => {

@@ -37,6 +37,10 @@ pub struct GatewayConfig {
     pub identity: Option<IdentityConfig>,
     /// The upstream servers by name.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// Where session state is kept (the `[state]` table): `None` in this process's memory.
+    pub redis: Option<String>,
+    /// Where decision spans are exported (the `[telemetry]` table): `None` exports none.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Bounds of the HTTP side, of the sessions and of the upstream lists (the `[limits]` table).
@@ -154,6 +158,20 @@ struct Raw {
     identity: Option<RawIdentity>,
     #[serde(default)]
     servers: BTreeMap<String, RawServer>,
+    state: Option<RawState>,
+    telemetry: Option<RawTelemetry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    redis: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTelemetry {
+    otlp_endpoint: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -335,6 +353,26 @@ impl GatewayConfig {
         if servers.is_empty() {
             return Err("no upstream server: add a [servers.NAME] table".to_string());
         }
+        let redis = raw.state.and_then(|s| s.redis);
+        if let Some(url) = &redis {
+            if !(url.starts_with("redis://")
+                || url.starts_with("rediss://")
+                || url.starts_with("redis+unix://")
+                || url.starts_with("unix://"))
+            {
+                return Err(
+                    "[state] `redis` must be a redis://, rediss:// or unix:// URL".to_string(),
+                );
+            }
+        }
+        let otlp_endpoint = raw.telemetry.and_then(|t| t.otlp_endpoint);
+        if let Some(url) = &otlp_endpoint {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(format!(
+                    "[telemetry] `otlp_endpoint = \"{url}\"` must start with http:// or https://"
+                ));
+            }
+        }
         Ok(GatewayConfig {
             policy: resolve(raw.policy),
             listen,
@@ -345,6 +383,8 @@ impl GatewayConfig {
             limits,
             identity,
             servers,
+            redis,
+            otlp_endpoint,
         })
     }
 }

@@ -11,16 +11,20 @@ use serde_json::{json, Map, Value};
 
 use super::config::GatewayConfig;
 use super::identity::Identity;
-use super::session_store::{SessionKey, SessionStore, StoreError};
+use super::session_store::{Changed, SessionChange, SessionKey, SessionStore, StoreError};
+use super::telemetry::{CallSpan, CallStart, Telemetry};
 use super::upstream::{ListLimits, Upstream};
 use crate::audit::Clock;
 use crate::classify::Intent;
+use crate::decision::Turn;
 use crate::mcp::judge::{CallJudgment, Judge, Refusal};
 use crate::mcp::message::INVALID_PARAMS;
 
 /// JSON-RPC "Internal error".
 const INTERNAL_ERROR: i64 = -32603;
-use crate::mcp::record::{args_digest, AuditSink, CallRecord, MillisClock};
+use crate::mcp::record::{
+    args_digest, new_decision_id, AuditSink, CallRecord, MillisClock, PolicyRef,
+};
 use crate::policy::Policy;
 
 /// The `_meta` key of `tools/list` and `tools/call` params carrying the user's query.
@@ -62,6 +66,8 @@ pub struct Gateway {
     upstreams: BTreeMap<String, Arc<Upstream>>,
     store: Arc<dyn SessionStore>,
     audit: Option<Mutex<Box<dyn AuditSink>>>,
+    policy_ref: PolicyRef,
+    telemetry: Telemetry,
     told: Mutex<HashSet<String>>,
 }
 
@@ -134,7 +140,10 @@ impl Gateway {
                 )
             })
             .collect();
+        let telemetry = Telemetry::new(config.otlp_endpoint.as_deref())?;
         let g = Gateway {
+            telemetry,
+            policy_ref: PolicyRef::of(&policy),
             policy,
             config,
             upstreams,
@@ -209,8 +218,17 @@ impl Gateway {
     }
 
     /// Enters `session` with `query` (a different query begins a new turn).
-    fn enter(&self, session: &SessionKey, query: Option<&str>) -> Result<(), StoreError> {
-        self.store.with_session(session, &mut |s| s.enter(query))
+    async fn enter(&self, session: &SessionKey, query: Option<&str>) -> Result<(), StoreError> {
+        let change = SessionChange {
+            query,
+            ..SessionChange::default()
+        };
+        self.store.change(session, change).await.map(|_| ())
+    }
+
+    /// The policy's `limit transactional N per turn`, when it declares one.
+    pub fn turn_limit(&self) -> Option<u32> {
+        self.policy.tables().limit
     }
 
     /// The tools `identity` may see in `session`, from every upstream server, named
@@ -231,7 +249,7 @@ impl Gateway {
     ) -> Result<(Vec<Value>, Vec<Value>), StoreError> {
         let mut tools = Vec::new();
         let mut unavailable = Vec::new();
-        if let Err(e) = self.enter(session, query) {
+        if let Err(e) = self.enter(session, query).await {
             log(&format!("tools/list: {e}; no tool is listed"));
             return Err(e);
         }
@@ -303,11 +321,29 @@ impl Gateway {
             .insert(key.to_string())
     }
 
-    fn record(&self, rec: &CallRecord) -> Result<(), String> {
+    /// The policy the audit records name.
+    pub fn policy_ref(&self) -> &PolicyRef {
+        &self.policy_ref
+    }
+
+    /// Writes the record of one decision, `decision_id`, to the audit log (one `write` of the
+    /// whole line, then flush), before its call is forwarded, and puts the decision on `span`.
+    fn record(
+        &self,
+        rec: &CallRecord,
+        decision_id: &str,
+        span: &mut CallSpan,
+    ) -> Result<(), String> {
+        span.decided(rec, &self.policy_ref, decision_id);
         let Some(audit) = &self.audit else {
             return Ok(());
         };
-        let line = rec.to_json(MillisClock.now(), self.config.advisory);
+        let line = rec.to_json(
+            MillisClock.now(),
+            self.config.advisory,
+            &self.policy_ref,
+            decision_id,
+        );
         audit
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -336,12 +372,82 @@ impl Gateway {
         F: FnOnce(String) -> Fut,
         Fut: Future<Output = UserAnswer>,
     {
+        let mut span = CallSpan::default();
+        self.run(
+            identity, session, query, name, arguments, confirm, &mut span,
+        )
+        .await
+    }
+
+    /// [`Gateway::call`] for the JSON-RPC request `request_id` whose `params._meta` is `meta`,
+    /// in a span of its own when telemetry is on ([`super::telemetry`]): the span's parent is
+    /// the trace context in `meta`, and it records the decision and how the call ended.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn call_traced<F, Fut>(
+        &self,
+        identity: &Identity,
+        session: &SessionKey,
+        query: Option<&str>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        confirm: Option<F>,
+        request_id: &Value,
+        meta: &Value,
+    ) -> CallAnswer
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = UserAnswer>,
+    {
+        let mut span = self.telemetry.start(CallStart {
+            tool: name,
+            request_id,
+            session: &session.id,
+            meta,
+        });
+        let answer = self
+            .run(
+                identity, session, query, name, arguments, confirm, &mut span,
+            )
+            .await;
+        match &answer {
+            CallAnswer::Error { code, message, .. } => span.failed(&code.to_string(), message),
+            CallAnswer::Result(v) if v["isError"] == true => span.failed(
+                "tool_error",
+                v["content"][0]["text"].as_str().unwrap_or("isError"),
+            ),
+            CallAnswer::Result(_) => {}
+        }
+        answer
+    }
+
+    /// The telemetry of the gateway.
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run<F, Fut>(
+        &self,
+        identity: &Identity,
+        session: &SessionKey,
+        query: Option<&str>,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        confirm: Option<F>,
+        span: &mut CallSpan,
+    ) -> CallAnswer
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = UserAnswer>,
+    {
         let unknown = |reason: &str| CallAnswer::Error {
             code: INVALID_PARAMS,
             message: format!("Unknown tool: {name}"),
             data: Some(json!({"reason": reason, "blocked_by_policy": true})),
         };
-        if let Err(e) = self.enter(session, query) {
+        // The id of this call's decision, in its audit record.
+        let decision_id = new_decision_id();
+        if let Err(e) = self.enter(session, query).await {
             return self.session_refused(&e, name);
         }
         let Some((server, tool)) = name
@@ -378,7 +484,7 @@ impl Gateway {
                     reason: text.clone(),
                     forwarded: false,
                 };
-                let _ = self.record(&rec);
+                let _ = self.record(&rec, &decision_id, span);
                 log(&text);
                 return CallAnswer::Result(tool_error(
                     &text,
@@ -404,7 +510,7 @@ impl Gateway {
                 reason: reason.clone(),
                 forwarded: false,
             };
-            if let Err(e) = self.record(&rec) {
+            if let Err(e) = self.record(&rec, &decision_id, span) {
                 log(&e);
             }
             log(&format!("refused `{name}`: {reason}"));
@@ -420,7 +526,10 @@ impl Gateway {
                 return self.refused(&r, name);
             }
         };
-        let mut judged = match self.judge_call(&judge, name, session, query, schema, tool, &args) {
+        let mut judged = match self
+            .judge_call(&judge, name, session, query, schema, tool, &args)
+            .await
+        {
             Ok(j) => j,
             Err(answer) => return answer,
         };
@@ -436,15 +545,18 @@ impl Gateway {
                         if let Some(f) = self.policy.confirm_fields().next() {
                             confirmed.insert(f.to_string(), Value::Bool(true));
                         }
-                        judged = match self.judge_call(
-                            &judge,
-                            name,
-                            session,
-                            query,
-                            schema,
-                            tool,
-                            &Value::Object(confirmed),
-                        ) {
+                        judged = match self
+                            .judge_call(
+                                &judge,
+                                name,
+                                session,
+                                query,
+                                schema,
+                                tool,
+                                &Value::Object(confirmed),
+                            )
+                            .await
+                        {
                             Ok(j) => j,
                             Err(answer) => return answer,
                         };
@@ -460,7 +572,7 @@ impl Gateway {
                             forwarded: false,
                             ..judged.record.clone()
                         };
-                        if let Err(e) = self.record(&rec) {
+                        if let Err(e) = self.record(&rec, &decision_id, span) {
                             log(&e);
                         }
                         return CallAnswer::Result(tool_error(
@@ -473,7 +585,7 @@ impl Gateway {
                 }
             }
         }
-        if let Err(e) = self.record(&judged.record) {
+        if let Err(e) = self.record(&judged.record, &decision_id, span) {
             let r = Refusal::error(&format!("{e}; `{name}` is refused"));
             log(&format!("{e}; `{name}` is refused"));
             return self.refused(&r, name);
@@ -504,8 +616,11 @@ impl Gateway {
         }
     }
 
+    /// Judges the call in `session`'s turn and applies what it changes there (a hold taken or
+    /// made, the call counted) in one atomic [`SessionStore::change`]; when the store says the
+    /// hold is gone or the turn is full by then, judges again as it now is (a refusal).
     #[allow(clippy::too_many_arguments)]
-    fn judge_call(
+    async fn judge_call(
         &self,
         judge: &Judge,
         name: &str,
@@ -515,36 +630,77 @@ impl Gateway {
         tool: &str,
         args: &Value,
     ) -> Result<CallJudgment, CallAnswer> {
-        let mut out = None;
-        let stored = self.store.with_session(session, &mut |s| {
-            s.enter(query);
-            // Each request is answered before the client sends the next one that may confirm
-            // it: the holds of earlier requests may be confirmed, the ones of this request not.
-            let now_ms = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-            s.pending.set_now(now_ms);
-            s.pending.arm_through(s.pending.latest());
-            out = Some(judge.judge_call_in_turn(&mut s.pending, &mut s.turn, schema, tool, args));
-        });
-        match (stored, out) {
-            (Ok(()), Some(j)) => Ok(j),
-            (Err(e), _) => Err(self.session_refused(&e, name)),
-            (Ok(()), None) => {
-                let text = format!("toolwarden cannot judge `{name}`; the call is refused");
-                Err(self.refused(&Refusal::error(&text), name))
+        let refused = |e: &StoreError| self.session_refused(e, name);
+        // Judged in a fresh turn: the store checks the limit when it counts the call.
+        let (mut judged, mut effects) =
+            judge.judge_call_effects(&mut |_| None, &mut Turn::new(), schema, tool, args);
+        let mut held = None;
+        if let Some(digest) = effects.wanted.clone() {
+            held = self
+                .store
+                .held(session, &digest)
+                .await
+                .map_err(|e| refused(&e))?;
+            if let Some(call) = &held {
+                (judged, effects) = judge.judge_call_effects(
+                    &mut |d| (d == digest).then(|| call.clone()),
+                    &mut Turn::new(),
+                    schema,
+                    tool,
+                    args,
+                );
             }
         }
+        let change = SessionChange {
+            query,
+            take: effects.take.as_deref(),
+            count: effects.counted,
+            limit: self.turn_limit(),
+            hold: effects.hold.as_ref(),
+        };
+        let again = match self
+            .store
+            .change(session, change)
+            .await
+            .map_err(|e| refused(&e))?
+        {
+            Changed::Applied => return Ok(judged),
+            // Another request took the hold: the confirmation matches nothing now.
+            Changed::HoldGone => {
+                judge.judge_call_effects(&mut |_| None, &mut Turn::new(), schema, tool, args)
+            }
+            // The turn's limit was reached: judged in the full turn, a refusal.
+            Changed::TurnFull(n) => judge.judge_call_effects(
+                &mut |d| held.as_ref().filter(|c| c.digest == d).cloned(),
+                &mut Turn {
+                    transactional_calls: n,
+                },
+                schema,
+                tool,
+                args,
+            ),
+        };
+        let (judged, effects) = again;
+        if effects.take.is_some() || effects.counted || effects.hold.is_some() {
+            // Judged again, the call still changes the session: refuse rather than retry.
+            let text = format!("toolwarden cannot judge `{name}`: the session changed while it was judged; the call is refused");
+            return Err(self.refused(&Refusal::error(&text), name));
+        }
+        Ok(judged)
     }
 
-    /// The answer to a call of `name` whose session the store cannot serve: an unreachable
-    /// store refuses the call as a tool error, an unknown session or a full store is a
-    /// JSON-RPC error ([`store_refusal`]).
+    /// The answer to a call of `name` whose session the store cannot serve, a JSON-RPC error
+    /// and nothing forwarded: an unreachable store is the gateway's failure (-32603, saying
+    /// the call is refused), an unknown session or a full store the client's ([`store_refusal`]).
     fn session_refused(&self, e: &StoreError, name: &str) -> CallAnswer {
         if let StoreError::Unavailable(_) = e {
             let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
             log(&text);
-            return self.refused(&Refusal::error(&text), name);
+            return CallAnswer::Error {
+                code: INTERNAL_ERROR,
+                message: text,
+                data: Some(json!({"blocked_by_policy": true, "stage": "error", "tool": name})),
+            };
         }
         log(&format!("tools/call of `{name}`: {e}; the call is refused"));
         store_refusal(e)

@@ -299,15 +299,18 @@ impl ServerHandler for GatewayHandler {
                 }
             }
         });
+        let request_id = serde_json::to_value(&context.id).unwrap_or(Value::Null);
         let answer = self
             .gateway
-            .call(
+            .call_traced(
                 &identity,
                 &key,
                 query,
                 &request.name,
                 request.arguments.clone(),
                 confirm,
+                &request_id,
+                &meta,
             )
             .await;
         match answer {

@@ -168,12 +168,12 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
         let ends = mcp && parts.method == axum::http::Method::DELETE;
         let response = next.run(Request::from_parts(parts, body)).await;
         if let (true, Some(id), true) = (ends, &session, response.status().is_success()) {
-            g.gateway
-                .store()
-                .close(&super::session_store::SessionKey::new(
-                    principal,
-                    id.as_str(),
+            let key = super::session_store::SessionKey::new(principal, id.as_str());
+            if let Err(e) = g.gateway.store().close(&key).await {
+                super::core::log(&format!(
+                    "the ended session could not be forgotten ({e}); it expires when idle"
                 ));
+            }
         }
         return response;
     }
@@ -237,7 +237,7 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
         {
             let id = id.to_string();
             // The judging state of the session, bound to the principal; refused at a cap.
-            if let Err(e) = g.gateway.store().open(&principal, Some(&id)) {
+            if let Err(e) = g.gateway.store().open(&principal, Some(&id)).await {
                 use rmcp::transport::streamable_http_server::session::SessionManager;
                 let _ = g.sessions.close_session(&id.as_str().into()).await;
                 let status = match e {

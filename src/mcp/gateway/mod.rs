@@ -4,7 +4,9 @@
 //!
 //! - [`config`]: the TOML configuration.
 //! - [`identity`]: bearer JWTs to roles, permissions, tenant, mode, connectors.
-//! - [`session_store`]: per-session state (pending calls, turn) behind [`SessionStore`].
+//! - [`session_store`]: per-session state (pending calls, turn) behind [`SessionStore`], in
+//!   memory ([`MemoryStore`]).
+//! - [`redis_store`]: the same state in Redis, shared by replicas ([`RedisStore`]).
 //! - [`upstream`]: one upstream server through the rmcp client.
 //! - [`core`]: the aggregated listing and the judged call, transport-free.
 //! - [`handler`]: the rmcp server handler over [`core`].
@@ -12,6 +14,7 @@
 //! - [`http`]: Streamable HTTP at `/mcp` and the decision API ([`api`]) behind the strict,
 //!   authenticating guard layer.
 //! - [`stdio`]: one client on stdio, each line parsed strictly before rmcp reads it.
+//! - [`telemetry`]: an OpenTelemetry span per `tools/call`, exported over OTLP/HTTP.
 
 pub mod api;
 pub mod config;
@@ -20,8 +23,10 @@ pub mod handler;
 pub mod http;
 pub mod identity;
 pub mod listener;
+pub mod redis_store;
 pub mod session_store;
 pub mod stdio;
+pub mod telemetry;
 pub mod upstream;
 
 use std::sync::Arc;
@@ -29,14 +34,17 @@ use std::sync::Arc;
 pub use config::{GatewayConfig, IdentityConfig, KeySource, Limits, ServerConfig};
 pub use core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
 pub use identity::{Identity, Verifier};
+pub use redis_store::RedisStore;
 pub use session_store::{
-    new_session_id, MemoryStore, SessionKey, SessionState, SessionStore, StoreError,
+    new_session_id, Changed, MemoryStore, SessionChange, SessionKey, SessionState, SessionStore,
+    StoreError, StoreFuture,
 };
 
 use crate::mcp::record::AuditSink;
 use crate::policy::Policy;
 
-/// Builds the gateway of `config` with `policy` (sessions in memory) and serves it: over
+/// Builds the gateway of `config` with `policy` (sessions in memory, or in Redis with
+/// `[state] redis`) and serves it: over
 /// HTTP when `config.listen` is set, else to one client on stdio who is `stdio_identity`.
 /// Returns when the server stops (stdin closed; on HTTP, Ctrl-C).
 ///
@@ -66,16 +74,25 @@ pub fn serve(
                 .to_string(),
         );
     }
-    let store = Arc::new(MemoryStore::new(
-        config.limits.max_sessions,
-        config.limits.max_sessions_per_principal,
-        config.limits.session_idle,
-    ));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
+        let l = &config.limits;
+        let store: Arc<dyn SessionStore> = match &config.redis {
+            Some(url) => Arc::new(RedisStore::new(
+                url,
+                l.max_sessions,
+                l.max_sessions_per_principal,
+                l.session_idle,
+            )?),
+            None => Arc::new(MemoryStore::new(
+                l.max_sessions,
+                l.max_sessions_per_principal,
+                l.session_idle,
+            )),
+        };
         let listen = config.listen;
         let gateway = Arc::new(Gateway::new(policy, config, store.clone(), audit)?);
         // Idle sessions are forgotten even when no request comes.
@@ -86,12 +103,15 @@ pub fn serve(
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(every).await;
-                    store.sweep();
+                    if let Err(e) = store.sweep().await {
+                        core::log(&format!("idle sessions not swept: {e}"));
+                    }
                 }
             });
         }
         let limits = gateway.config().limits.clone();
-        match listen {
+        let kept = gateway.clone();
+        let served = match listen {
             Some(addr) => {
                 let app = http::app(gateway)?;
                 let listener = tokio::net::TcpListener::bind(addr)
@@ -102,6 +122,10 @@ pub fn serve(
                 listener::serve(listener, app, &limits).await
             }
             None => stdio::serve(gateway, stdio_identity).await,
-        }
+        };
+        // The spans not yet exported are sent before the gateway exits.
+        let telemetry = tokio::task::spawn_blocking(move || kept.telemetry().shutdown());
+        let _ = telemetry.await;
+        served
     })
 }

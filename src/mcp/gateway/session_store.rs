@@ -1,13 +1,17 @@
 //! Where the gateway keeps each session's state (calls awaiting confirmation, the user turn),
-//! behind [`SessionStore`] so a store shared by several gateway processes can replace the
-//! in-memory one. Each change runs with the session held exclusively, so a turn limit is
-//! checked and counted in one step.
+//! behind [`SessionStore`]: in this process's memory ([`MemoryStore`]) or in Redis, shared by
+//! several gateway processes ([`super::redis_store::RedisStore`]). The gateway never reads a
+//! count to write it back: each [`SessionStore::change`] checks and applies in one atomic
+//! step (a mutex here, a Lua script in Redis), so a turn limit holds and a held call is
+//! confirmed once, however many requests race.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::decision::Turn;
+use crate::decision::{PendingCall, Turn};
 use crate::mcp::judge::PendingCalls;
 
 /// The state of one session.
@@ -85,14 +89,47 @@ pub enum StoreError {
     Unavailable(String),
 }
 
+/// What a store's operation returns: a boxed future, so [`SessionStore`] is object safe.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// One judged request's change of its session, applied atomically by [`SessionStore::change`]:
+/// the session is entered with `query` (a different query begins a new turn), then, only if
+/// every condition holds, the hold `take` is consumed, the call is counted in the turn and
+/// `hold` is held. When a condition fails, only the entering is kept.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SessionChange<'a> {
+    /// The user's query of the request, when the client sent one.
+    pub query: Option<&'a str>,
+    /// The digest of a held call to consume: it must still be held, and fresh.
+    pub take: Option<&'a str>,
+    /// Count the call as a transactional call of the turn.
+    pub count: bool,
+    /// With `count`: the turn's limit, which the count must be below (`limit … per turn`).
+    pub limit: Option<u32>,
+    /// A call to hold for the user's confirmation (kept as first held when already held).
+    pub hold: Option<&'a PendingCall>,
+}
+
+/// What [`SessionStore::change`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Changed {
+    /// Everything asked was applied.
+    Applied,
+    /// The hold to take is no longer held (another request took it, or it expired): nothing
+    /// but the entering was applied.
+    HoldGone,
+    /// The turn already counts this many transactional calls, its limit: nothing but the
+    /// entering was applied.
+    TurnFull(u32),
+}
+
 /// A store of sessions by [`SessionKey`].
 ///
-/// The contract is one exclusive read-change-write per call: [`SessionStore::with_session`]
-/// must not let two changes of one session interleave, across threads and, for a shared
-/// store, across processes (a store in Redis holds a per-session lock, or runs the change
-/// under `WATCH`/`MULTI` and retries). A store that cannot guarantee it returns
-/// [`StoreError::Unavailable`], and the gateway refuses the call. Sessions exist only once
-/// [`SessionStore::open`] made them; a store never forgets a live session to make room.
+/// Every change is one atomic step ([`SessionStore::change`]): two changes of one session
+/// never interleave, across threads and, for a shared store, across processes. A store that
+/// cannot guarantee it returns [`StoreError::Unavailable`], and the gateway refuses the call
+/// (fail closed). Sessions exist only once [`SessionStore::open`] made them; a store never
+/// forgets a live session to make room.
 pub trait SessionStore: Send + Sync {
     /// Opens a new session for `principal` with the id `id` (one the gateway issued, such as
     /// rmcp's `Mcp-Session-Id`), or a fresh one of [`new_session_id`] when `None`. Returns the
@@ -103,35 +140,75 @@ pub trait SessionStore: Send + Sync {
     /// [`StoreError::PrincipalFull`] or [`StoreError::Full`] at a cap (idle sessions are
     /// forgotten first); [`StoreError::Unavailable`] when the id is taken or the store cannot
     /// be reached.
-    fn open(&self, principal: &str, id: Option<&str>) -> Result<SessionKey, StoreError>;
+    fn open<'a>(&'a self, principal: &'a str, id: Option<&'a str>) -> StoreFuture<'a, SessionKey>;
 
-    /// Runs `change` on the state of session `key` with the session held exclusively, and
-    /// keeps the result.
+    /// Applies `change` to session `key` atomically (see [`SessionChange`]) and marks the
+    /// session used.
     ///
     /// # Errors
     ///
     /// [`StoreError::Unknown`] when the session was not opened for that principal or has
     /// expired; [`StoreError::Unavailable`] when the store cannot be reached. Nothing is
     /// changed then.
-    fn with_session(
-        &self,
-        key: &SessionKey,
-        change: &mut dyn FnMut(&mut SessionState),
-    ) -> Result<(), StoreError>;
+    fn change<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        change: SessionChange<'a>,
+    ) -> StoreFuture<'a, Changed>;
+
+    /// The call held in session `key` under `digest` when it may be confirmed now: held by an
+    /// earlier request and younger than [`crate::mcp::judge::HOLD_TTL_MS`]. Reads only; the
+    /// hold is consumed by a [`SessionStore::change`] with `take`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionStore::change`].
+    fn held<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        digest: &'a str,
+    ) -> StoreFuture<'a, Option<PendingCall>>;
 
     /// Forgets session `key` (its client ended it); nothing when it is not kept.
-    fn close(&self, key: &SessionKey);
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the store cannot be reached.
+    fn close<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()>;
 
     /// How many sessions are kept now.
-    fn len(&self) -> usize;
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the store cannot be reached.
+    fn len(&self) -> StoreFuture<'_, usize>;
 
-    /// Whether no session is kept.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether no session is kept now.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionStore::len`].
+    fn is_empty(&self) -> StoreFuture<'_, bool> {
+        let len = self.len();
+        Box::pin(async move { len.await.map(|n| n == 0) })
     }
 
     /// Forgets the sessions idle longer than the store's idle limit; returns how many.
-    fn sweep(&self) -> usize;
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unavailable`] when the store cannot be reached.
+    fn sweep(&self) -> StoreFuture<'_, usize>;
+}
+
+fn ready<'a, T: Send + 'a>(value: Result<T, StoreError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(value))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Sessions in this process's memory: at most `max` in all and `per_principal` for one
@@ -207,8 +284,8 @@ impl Memory {
     }
 }
 
-impl SessionStore for MemoryStore {
-    fn open(&self, principal: &str, id: Option<&str>) -> Result<SessionKey, StoreError> {
+impl MemoryStore {
+    fn open_now(&self, principal: &str, id: Option<&str>) -> Result<SessionKey, StoreError> {
         let now = Instant::now();
         let mut m = self.lock();
         m.expire(now, self.idle);
@@ -233,11 +310,12 @@ impl SessionStore for MemoryStore {
         Ok(key)
     }
 
-    fn with_session(
+    /// Runs `f` on the state of session `key`, marked used, under the store's lock.
+    fn with_session<T>(
         &self,
         key: &SessionKey,
-        change: &mut dyn FnMut(&mut SessionState),
-    ) -> Result<(), StoreError> {
+        f: impl FnOnce(&mut SessionState) -> T,
+    ) -> Result<T, StoreError> {
         let now = Instant::now();
         let mut guard = self.lock();
         let m = &mut *guard;
@@ -246,24 +324,75 @@ impl SessionStore for MemoryStore {
         let Some((state, old)) = m.sessions.get_mut(key) else {
             return Err(StoreError::Unknown(key.id.clone()));
         };
-        change(state);
+        // Every hold of an earlier request may be confirmed (each request is answered before
+        // the client sends the one that confirms it); expired holds are forgotten.
+        state.pending.set_now(now_ms());
+        state.pending.arm_through(state.pending.latest());
+        let out = f(state);
         let old = std::mem::replace(old, stamp);
         m.order.remove(&old);
         m.order.insert(stamp, key.clone());
-        Ok(())
+        Ok(out)
+    }
+}
+
+impl SessionStore for MemoryStore {
+    fn open<'a>(&'a self, principal: &'a str, id: Option<&'a str>) -> StoreFuture<'a, SessionKey> {
+        ready(self.open_now(principal, id))
     }
 
-    fn close(&self, key: &SessionKey) {
+    fn change<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        change: SessionChange<'a>,
+    ) -> StoreFuture<'a, Changed> {
+        ready(self.with_session(key, |s| {
+            s.enter(change.query);
+            if let Some(d) = change.take {
+                if s.pending.confirmable(d).is_none() {
+                    return Changed::HoldGone;
+                }
+            }
+            if change.count {
+                if let Some(limit) = change.limit {
+                    if s.turn.transactional_calls >= limit {
+                        return Changed::TurnFull(s.turn.transactional_calls);
+                    }
+                }
+            }
+            if let Some(d) = change.take {
+                s.pending.release(d);
+            }
+            if change.count {
+                s.turn.transactional_calls = s.turn.transactional_calls.saturating_add(1);
+            }
+            if let Some(h) = change.hold {
+                s.pending.hold(h.clone());
+            }
+            Changed::Applied
+        }))
+    }
+
+    fn held<'a>(
+        &'a self,
+        key: &'a SessionKey,
+        digest: &'a str,
+    ) -> StoreFuture<'a, Option<PendingCall>> {
+        ready(self.with_session(key, |s| s.pending.confirmable(digest).cloned()))
+    }
+
+    fn close<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()> {
         self.lock().forget(key);
+        ready(Ok(()))
     }
 
-    fn len(&self) -> usize {
-        self.lock().sessions.len()
+    fn len(&self) -> StoreFuture<'_, usize> {
+        ready(Ok(self.lock().sessions.len()))
     }
 
-    fn sweep(&self) -> usize {
+    fn sweep(&self) -> StoreFuture<'_, usize> {
         let idle = self.idle;
-        self.lock().expire(Instant::now(), idle)
+        ready(Ok(self.lock().expire(Instant::now(), idle)))
     }
 }
 
@@ -271,63 +400,115 @@ impl SessionStore for MemoryStore {
 mod tests {
     use super::*;
 
+    fn block<T>(f: StoreFuture<'_, T>) -> Result<T, StoreError> {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(f)
+    }
+
+    fn count<'a>(limit: u32) -> SessionChange<'a> {
+        SessionChange {
+            count: true,
+            limit: Some(limit),
+            ..SessionChange::default()
+        }
+    }
+
     #[test]
     fn sessions_exist_only_once_opened_and_belong_to_their_principal() {
         let s = MemoryStore::new(10, 10, Duration::from_secs(60));
-        let a = s.open("ann", None).unwrap();
+        let a = block(s.open("ann", None)).unwrap();
         assert_eq!(a.id.len(), 36, "{}", a.id);
-        s.with_session(&a, &mut |st| st.turn.transactional_calls = 1)
-            .unwrap();
+        assert_eq!(block(s.change(&a, count(5))), Ok(Changed::Applied));
         // Another principal naming the id, or any id never issued, is unknown.
         let stolen = SessionKey::new("bob", a.id.clone());
         assert_eq!(
-            s.with_session(&stolen, &mut |_| {}),
+            block(s.change(&stolen, SessionChange::default())),
             Err(StoreError::Unknown(a.id.clone()))
         );
         let chosen = SessionKey::new("ann", "my-own-id");
         assert_eq!(
-            s.with_session(&chosen, &mut |_| {}),
+            block(s.held(&chosen, "d")),
             Err(StoreError::Unknown("my-own-id".to_string()))
         );
-        assert_eq!(s.len(), 1);
-        let mut seen = None;
-        s.with_session(&a, &mut |st| seen = Some(st.turn.transactional_calls))
-            .unwrap();
-        assert_eq!(seen, Some(1));
+        assert_eq!(block(s.len()), Ok(1));
         // An id the gateway issued elsewhere (rmcp's) is opened as given, once.
-        let m = s.open("ann", Some("mcp-1")).unwrap();
+        let m = block(s.open("ann", Some("mcp-1"))).unwrap();
         assert_eq!(m, SessionKey::new("ann", "mcp-1"));
         assert_eq!(
-            s.open("ann", Some("mcp-1")),
+            block(s.open("ann", Some("mcp-1"))),
             Err(StoreError::Unavailable(
                 "the session id `mcp-1` is taken".to_string()
             ))
         );
-        s.close(&m);
-        assert_eq!(s.len(), 1);
+        block(s.close(&m)).unwrap();
+        assert_eq!(block(s.len()), Ok(1));
     }
 
     #[test]
     fn at_a_cap_new_sessions_are_refused_and_no_live_session_is_forgotten() {
         let s = MemoryStore::new(3, 2, Duration::from_millis(300));
-        let a1 = s.open("ann", None).unwrap();
-        let a2 = s.open("ann", None).unwrap();
-        assert_eq!(s.open("ann", None), Err(StoreError::PrincipalFull(2)));
-        let b1 = s.open("bob", None).unwrap();
-        assert_eq!(s.open("cy", None), Err(StoreError::Full(3)));
+        let a1 = block(s.open("ann", None)).unwrap();
+        let a2 = block(s.open("ann", None)).unwrap();
+        assert_eq!(
+            block(s.open("ann", None)),
+            Err(StoreError::PrincipalFull(2))
+        );
+        let b1 = block(s.open("bob", None)).unwrap();
+        assert_eq!(block(s.open("cy", None)), Err(StoreError::Full(3)));
         for k in [&a1, &a2, &b1] {
-            assert_eq!(s.with_session(k, &mut |_| {}), Ok(()));
+            assert_eq!(
+                block(s.change(k, SessionChange::default())),
+                Ok(Changed::Applied)
+            );
         }
         // Idle sessions expire, and make room.
         std::thread::sleep(Duration::from_millis(350));
-        assert_eq!(s.sweep(), 3);
-        assert!(s.is_empty());
+        assert_eq!(block(s.sweep()), Ok(3));
+        assert_eq!(block(s.len()), Ok(0));
         assert_eq!(
-            s.with_session(&a1, &mut |_| {}),
+            block(s.change(&a1, SessionChange::default())),
             Err(StoreError::Unknown(a1.id.clone()))
         );
-        assert!(s.open("cy", None).is_ok());
-        assert!(s.open("ann", None).is_ok());
+        assert!(block(s.open("cy", None)).is_ok());
+        assert!(block(s.open("ann", None)).is_ok());
+    }
+
+    #[test]
+    fn the_turn_limit_is_checked_and_counted_in_one_change_and_a_hold_is_taken_once() {
+        let s = MemoryStore::new(10, 10, Duration::from_secs(60));
+        let k = block(s.open("ann", None)).unwrap();
+        assert_eq!(block(s.change(&k, count(1))), Ok(Changed::Applied));
+        assert_eq!(block(s.change(&k, count(1))), Ok(Changed::TurnFull(1)));
+        // A new query begins a new turn.
+        let next = SessionChange {
+            query: Some("pay invoice 8"),
+            ..count(1)
+        };
+        assert_eq!(block(s.change(&k, next)), Ok(Changed::Applied));
+        let held = PendingCall {
+            tool: "pay".to_string(),
+            args: serde_json::Map::new(),
+            digest: "d1".to_string(),
+            transaction_status: "AWAITING_CONFIRMATION".to_string(),
+            policy: "p".to_string(),
+            policy_version: None,
+        };
+        let hold = SessionChange {
+            hold: Some(&held),
+            ..SessionChange::default()
+        };
+        assert_eq!(block(s.held(&k, "d1")), Ok(None));
+        assert_eq!(block(s.change(&k, hold)), Ok(Changed::Applied));
+        assert_eq!(block(s.held(&k, "d1")), Ok(Some(held.clone())));
+        let take = SessionChange {
+            take: Some("d1"),
+            ..SessionChange::default()
+        };
+        assert_eq!(block(s.change(&k, take)), Ok(Changed::Applied));
+        assert_eq!(block(s.change(&k, take)), Ok(Changed::HoldGone));
+        assert_eq!(block(s.held(&k, "d1")), Ok(None));
     }
 
     #[test]

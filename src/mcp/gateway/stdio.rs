@@ -105,6 +105,7 @@ pub async fn serve(gateway: Arc<Gateway>, identity: Identity) -> Result<(), Stri
     let session = gateway
         .store()
         .open(&identity.principal(), None)
+        .await
         .map_err(|e| format!("the stdio session cannot be opened: {e}"))?;
     let running = GatewayHandler::stdio(gateway, identity, session.id)
         .serve((rmcp_in, rmcp_out))
