@@ -185,3 +185,74 @@ fn a_silent_or_half_sent_connection_is_closed_after_the_header_timeout_not_the_i
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["name"], "write");
 }
+
+/// One HTTP/2 frame: its 9-byte header and `payload`.
+fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = u32::try_from(payload.len()).unwrap().to_be_bytes();
+    let mut f = vec![len[1], len[2], len[3], kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// `POST /v1/classify` over HTTP/2 with prior knowledge, the host named only in `:authority`
+/// (HPACK literals, no Huffman); returns the response's status header block and its body.
+fn h2_classify(port: u16, authority: &str) -> (Vec<u8>, Vec<u8>) {
+    let body = br#"{"query":"save it"}"#;
+    let len = body.len().to_string();
+    let mut block = Vec::new();
+    for (name, value) in [
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/v1/classify"),
+        (":authority", authority),
+        ("content-type", "application/json"),
+        ("content-length", len.as_str()),
+    ] {
+        block.push(0x00);
+        block.push(u8::try_from(name.len()).unwrap());
+        block.extend_from_slice(name.as_bytes());
+        block.push(u8::try_from(value.len()).unwrap());
+        block.extend_from_slice(value.as_bytes());
+    }
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(h2_frame(4, 0, 0, &[]));
+    out.extend(h2_frame(1, 0x4, 1, &block));
+    out.extend(h2_frame(0, 0x1, 1, body));
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&out).unwrap();
+    let (mut headers, mut data) = (None, Vec::new());
+    loop {
+        let mut head = [0u8; 9];
+        s.read_exact(&mut head).unwrap();
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).unwrap();
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        match (head[3], stream) {
+            (1, 1) => headers = Some(payload),
+            (0, 1) => data.extend_from_slice(&payload),
+            _ => {}
+        }
+        if stream == 1 && head[4] & 0x1 != 0 {
+            return (headers.expect("a HEADERS frame"), data);
+        }
+    }
+}
+
+#[test]
+fn an_http2_request_on_loopback_is_judged_by_its_authority() {
+    let g = start(|d| config(d, ""));
+    let (status, body) = h2_classify(g.port, &format!("127.0.0.1:{}", g.port));
+    // 0x88: the HPACK static entry `:status: 200`.
+    assert_eq!(status.first(), Some(&0x88), "{status:?}");
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(json["name"], "write");
+    let (status, body) = h2_classify(g.port, "evil.example");
+    assert_ne!(status.first(), Some(&0x88), "{status:?}");
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&body).unwrap(),
+        serde_json::json!({"error": "forbidden: the Host header does not name this loopback listener"})
+    );
+}

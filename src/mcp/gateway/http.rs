@@ -16,8 +16,9 @@
 //! - `initialize` opens the session's judging state for the principal in the session store; at
 //!   the store's caps the new MCP session is closed again and refused (HTTP 429 for the
 //!   principal's cap, 503 for the gateway's), and a DELETE of the session forgets that state;
-//! - on a loopback listener, the decision API checks the `Host` header as rmcp does for `/mcp`
-//!   (a page that rebinds a name to 127.0.0.1 gets HTTP 403).
+//! - on a loopback listener, the decision API checks the `Host` header (without one, the
+//!   URI's authority, HTTP/2's `:authority`) as rmcp does for `/mcp` (a page that rebinds a
+//!   name to 127.0.0.1 gets HTTP 403).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -138,10 +139,11 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
     parts.extensions.insert(identity);
     let mcp = parts.uri.path() == "/mcp";
     if !mcp && g.check_host {
-        let host = parts
-            .headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok());
+        // HTTP/2 names the host in `:authority` (the URI's), not in a `Host` header.
+        let host = match parts.headers.get(header::HOST) {
+            Some(h) => h.to_str().ok(),
+            None => parts.uri.authority().map(http::uri::Authority::as_str),
+        };
         if !host.is_some_and(loopback_host) {
             return json_response(
                 StatusCode::FORBIDDEN,
