@@ -861,7 +861,10 @@ impl Verdict {
     /// `outcome`, `reference`, `value` and `problem`; empty when none fired.
     #[getter]
     fn rules(&self, py: Python<'_>) -> PyResult<PyObject> {
-        json_to_py(py, &serde_json::to_value(&self.inner.rules).unwrap_or(Value::Null))
+        json_to_py(
+            py,
+            &serde_json::to_value(&self.inner.rules).unwrap_or(Value::Null),
+        )
     }
 
     /// Whether the call carried a confirmation field set to the literal `True`.
