@@ -6,34 +6,7 @@ use toolwarden::syntax::ast::*;
 use toolwarden::syntax::parse_file;
 
 /// The language's own example, exactly as written there.
-const EXAMPLE: &str = r#"context contacts, own_accounts       # named sets the agent supplies per request
-
-tool write_file {
-  effect write
-  deny    when path not under "/workspace", "/tmp/scratch"
-  deny    when path matches "**/.env", "**/*.pem", "**/.git/**"
-}
-tool send_money {
-  effect write
-  confirm when recipient not in context.contacts, query
-  confirm when amount > 100
-  deny    when amount > 10000
-}
-tool send_email {
-  effect export
-  confirm when recipients[*] not matches "*@example.com"
-}
-tool fetch_url {
-  effect none
-  deny    when host(url) not in "github.com", "docs.rs"
-}
-tool run_sql { effect execute  deny when query =~ "(?i)\\b(drop|truncate)\\b" }
-match "mcp__github__*" { effect write  deny when owner not in "acme" }
-
-rules {
-  deny when any =~ "AKIA[0-9A-Z]{16}"       # no argument anywhere may carry an AWS key
-}
-"#;
+const EXAMPLE: &str = include_str!("fixtures/rules/language_example.warden");
 
 fn parse(text: &str) -> PolicyFile {
     let (tree, diagnostics) = parse_file(text, FileId(0));
