@@ -518,9 +518,8 @@ impl Classifier {
         let clause_marks = marks
             .iter()
             .any(|g| matches!(g.target, Target::Except(e) if self.except_clause[e]));
-        if negators.is_empty() && !clause_marks {
-            out.hits.reserve_exact(keywords.len());
-        } else {
+        out.hits.reserve_exact(keywords.len());
+        if !negators.is_empty() || clause_marks {
             clause_starts(bytes, words, clauses, sentences);
         }
         let reaches = !negators.is_empty()
@@ -639,11 +638,7 @@ impl Classifier {
                     }
                 }
             } else {
-                let (inside, outside): (Vec<Hit>, Vec<Hit>) = std::mem::take(&mut out.hits)
-                    .into_iter()
-                    .partition(|h| h.quoted);
-                out.hits = outside;
-                out.dropped.extend(inside);
+                out.dropped.extend(out.hits.extract_if(.., |h| h.quoted));
                 out.dropped.sort_by_key(|h| h.span);
             }
         }

@@ -239,7 +239,8 @@ pub(super) fn clause_starts(
     for &(start, end) in words {
         if let Some(from) = prev_end {
             let gap = text.get(from..start).unwrap_or_default();
-            if gap_ends_clause(gap) {
+            // Most gaps are one space: no clause ends there.
+            if gap != b" " && gap_ends_clause(gap) {
                 n += 1;
                 if gap_ends_sentence(gap) {
                     s += 1;

@@ -283,7 +283,8 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
     }
     // A run of only `_` is not a word.
     if flags.underscores {
-        words.retain(|&(start, end)| b[start..end].iter().any(|&x| x != b'_'));
+        // (A word of only `_` starts with one: other words are kept without a look.)
+        words.retain(|&(start, end)| b[start] != b'_' || b[start..end].iter().any(|&x| x != b'_'));
     }
     true
 }
