@@ -159,6 +159,12 @@ impl Policy {
         self.tables().tiers.iter().map(|s| &**s)
     }
 
+    /// The `context` sets the policy declares (the named sets a request supplies with
+    /// [`crate::Request::context`]), in declaration order.
+    pub fn contexts(&self) -> impl Iterator<Item = &str> {
+        self.tables().contexts.iter().map(|s| &**s)
+    }
+
     /// The argument names that confirm a call (`confirm fields`), in declaration order; empty
     /// when the policy declares none.
     pub fn confirm_fields(&self) -> impl Iterator<Item = &str> {

@@ -867,13 +867,13 @@ fn table_json_and_csv_layouts_are_stable() {
         .expect("table")
         .render(TableFormat::Csv);
     assert!(csv.contains(
-        "tool,delete_invoice,delete,supervised,destructive,confirm,confirmation,,,yes,accountant|admin,invoices.delete|invoices.manage\n"
+        "tool,delete_invoice,delete,supervised,destructive,confirm,confirmation,,,yes,accountant|admin,invoices.delete|invoices.manage,\n"
     ), "{csv}");
     assert!(csv.contains(
-        "tool,delete_invoice,delete,supervised,read,deny,intent,confirm,,yes,accountant|admin,invoices.delete|invoices.manage\n"
+        "tool,delete_invoice,delete,supervised,read,deny,intent,confirm,,yes,accountant|admin,invoices.delete|invoices.manage,\n"
     ), "{csv}");
     assert!(
-        csv.contains("tool,legacy_sync,write,supervised,read,deny,identity,,,,,\n"),
+        csv.contains("tool,legacy_sync,write,supervised,read,deny,identity,,,,,,\n"),
         "{csv}"
     );
 }
@@ -1034,4 +1034,104 @@ fn explain_cites_the_implies_lines_that_granted_a_permission() {
         )
     );
     insta::assert_snapshot!("explain_grants_rendered", t.render());
+}
+
+/// The test runner's fixture: `send_money` has two argument rules, and a `rules` block applies
+/// one to every tool.
+fn money_policy() -> Policy {
+    Policy::from_file("tests/fixtures/testrun/money.warden").expect("the fixture loads")
+}
+
+#[test]
+fn table_marks_cells_that_argument_rules_can_tighten_and_lists_the_rules() {
+    let table = Table::build(&money_policy(), None).expect("table");
+    assert_eq!(
+        table.render(TableFormat::Text),
+        "# decision table of policy \"money\" version 1
+# modes: autonomous
+# intents: read
+# a decision holds when every condition holds; a failed condition denies at its stage.
+# connector S: allowlist unset or holds S (*: the name's server) · tenant: a tenant is set
+# role a|b: one of these roles (closed under inclusion) · permission p|q: p or a permission implying it
+# allow*, confirm*: argument rules (`rule:` lines, and those for every tool) can still deny a call or ask for confirmation
+# rules for every tool:
+#   deny when any =~ \"AKIA[0-9A-Z]{16}\"
+
+tool get_balance  effect none
+  autonomous  read  allow*
+
+tool send_money  effect write
+  autonomous  read  allow*
+  rule: confirm when recipient not in context.contacts
+  rule: deny when amount > 10000
+
+unknown *  (no effect)
+  autonomous  read  deny identity
+"
+    );
+    let csv = table.render(TableFormat::Csv);
+    assert_eq!(
+        csv,
+        "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions,argument_rules
+tool,get_balance,none,autonomous,read,allow,,,,,,,yes
+tool,send_money,write,autonomous,read,allow,,,,,,,yes
+unknown,*,,autonomous,read,deny,identity,,,,,,
+"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&table.render(TableFormat::Json)).expect("JSON");
+    assert_eq!(
+        json["rules"],
+        serde_json::json!([{
+            "source": "tests/fixtures/testrun/money.warden:19:3",
+            "outcome": "deny",
+            "text": "deny when any =~ \"AKIA[0-9A-Z]{16}\""
+        }])
+    );
+    assert_eq!(json["rows"][1]["name"], "send_money");
+    assert_eq!(
+        json["rows"][1]["rules"],
+        serde_json::json!([
+            {
+                "source": "tests/fixtures/testrun/money.warden:14:3",
+                "outcome": "confirm",
+                "text": "confirm when recipient not in context.contacts"
+            },
+            {
+                "source": "tests/fixtures/testrun/money.warden:15:3",
+                "outcome": "deny",
+                "text": "deny when amount > 10000"
+            }
+        ])
+    );
+    assert_eq!(json["rows"][1]["cells"][0]["argument_rules"], true);
+    assert_eq!(json["rows"][0]["rules"], serde_json::json!([]));
+    assert_eq!(json["rows"][2]["cells"][0]["argument_rules"], false);
+}
+
+#[test]
+fn table_stars_only_the_tools_with_rules_and_keeps_forced_cells_apart() {
+    // Without the `rules` block only `send_money` has rules; a confirm cell and a forced
+    // decision are starred too, a denied cell never.
+    let text = std::fs::read_to_string("tests/fixtures/testrun/money.warden")
+        .expect("read")
+        .replace("rules {\n  deny when any =~ \"AKIA[0-9A-Z]{16}\"\n}\n", "")
+        .replace("  read allow allow\n", "  read allow confirm\n")
+        .replace("intents read\n", "intents read > other\n")
+        .replace(
+            "  read allow confirm\n",
+            "  read allow confirm\n  other allow deny\n",
+        );
+    let p = Policy::parse(&text, "money.warden").unwrap_or_else(|e| panic!("{}", e.render()));
+    let table = Table::build(&p, None).expect("table");
+    let cells = |name: &str| -> Vec<String> {
+        let row = table.rows.iter().find(|r| r.name == name).expect("row");
+        row.cells.iter().map(|c| c.outcome.to_text()).collect()
+    };
+    assert_eq!(cells("get_balance"), ["allow", "allow"]);
+    assert_eq!(
+        cells("send_money"),
+        ["confirm*", "deny intent; forced: confirm*"]
+    );
+    assert!(table.rules.is_empty());
 }

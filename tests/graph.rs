@@ -133,3 +133,53 @@ fn cli_graph_formats() {
         "error: unknown graph format `png`; use dot or mermaid\n"
     );
 }
+
+/// The test runner's fixture: `send_money` has two argument rules, and a `rules` block applies
+/// one to every tool.
+fn money() -> Policy {
+    Policy::from_file("tests/fixtures/testrun/money.warden").unwrap()
+}
+
+#[test]
+fn dot_draws_argument_rules_as_nodes_of_their_tool() {
+    let dot = render(&money(), GraphFormat::Dot);
+    let lines: Vec<&str> = dot.lines().collect();
+    let has = |l: &str| assert!(lines.contains(&l), "missing {l:?} in\n{dot}");
+    // The rule for every tool comes first (a0), then send_money's (t0) in source order.
+    has("    a1 [label=\"confirm when recipient not in context.contacts\", shape=note, fontsize=9, fillcolor=\"#fff3b0\"];");
+    has("    a2 [label=\"deny when amount > 10000\", shape=note, fontsize=9, fillcolor=\"#ffcdd2\"];");
+    has("  t0 -> a1 [style=dotted, arrowhead=none, label=\"confirm\"];");
+    has("  t0 -> a2 [style=dotted, arrowhead=none, label=\"deny\"];");
+    has("  subgraph cluster_rules {");
+    has("    a0 [label=\"deny when any =~ \\\"AKIA[0-9A-Z]{16}\\\"\", shape=note, fontsize=9, fillcolor=\"#ffcdd2\"];");
+    // get_balance (t1) has no rule of its own; the rule for every tool has no edge.
+    assert!(!dot.contains("  t1 -> a"), "{dot}");
+    assert!(!dot.contains("-> a0"), "{dot}");
+    // The rule nodes of a tool sit in the tools cluster.
+    let tools = dot.find("subgraph cluster_tools").unwrap();
+    let effects = dot.find("subgraph cluster_effects").unwrap();
+    let a1 = dot.find("    a1 [").unwrap();
+    assert!(tools < a1 && a1 < effects, "{dot}");
+}
+
+#[test]
+fn mermaid_draws_argument_rules_as_nodes_of_their_tool() {
+    let m = render(&money(), GraphFormat::Mermaid);
+    let lines: Vec<&str> = m.lines().collect();
+    let has = |l: &str| assert!(lines.contains(&l), "missing {l:?} in\n{m}");
+    has("    a1>\"confirm when recipient not in context.contacts\"]");
+    has("    a2>\"deny when amount #gt; 10000\"]");
+    has("  t0 -.-|confirm| a1");
+    has("  t0 -.-|deny| a2");
+    has("  subgraph rules[\"argument rules for every tool\"]");
+    has("    a0>\"deny when any =~ #quot;AKIA[0-9A-Z]{16}#quot;\"]");
+}
+
+#[test]
+fn a_policy_without_rules_draws_no_rule_node() {
+    let dot = render(&small(), GraphFormat::Dot);
+    assert!(!dot.contains("shape=note"), "{dot}");
+    assert!(!dot.contains("cluster_rules"), "{dot}");
+    let m = render(&small(), GraphFormat::Mermaid);
+    assert!(!m.contains("subgraph rules"), "{m}");
+}

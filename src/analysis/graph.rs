@@ -12,7 +12,10 @@
 //!   `any intent`;
 //! - the **role** hierarchy (higher role -> the role it includes) with the roles tools accept;
 //! - the **permission** hierarchy (`implies`) with the permissions tools require;
-//! - the connector **tiers** in precedence order.
+//! - the connector **tiers** in precedence order;
+//! - each **argument rule** (`deny when ...`, `confirm when ...`) as a node of its tool or
+//!   pattern, labelled with its canonical text and coloured by its outcome, and the rules for
+//!   every tool (the `rules` and `defaults` blocks) in a group of their own.
 //!
 //! One node per mode instead of one per cell keeps the picture readable: finance.warden's
 //! 75 cells become three five-by-five tables.
@@ -92,6 +95,41 @@ struct Picture {
     accepts: Vec<(String, usize)>,
     /// (tool node id, permission index)
     requires: Vec<(String, usize)>,
+    /// The argument rules of tools and patterns: (tool node id, rule).
+    rules: Vec<(String, RuleNode)>,
+    /// The argument rules for every tool.
+    global_rules: Vec<RuleNode>,
+}
+
+/// An argument rule as drawn: node id (`a<index>`), outcome, canonical text.
+struct RuleNode {
+    id: String,
+    outcome: &'static str,
+    text: String,
+}
+
+impl RuleNode {
+    fn of(policy: &Policy, range: &std::ops::Range<u32>) -> Vec<RuleNode> {
+        let t = policy.tables();
+        (range.start..range.end)
+            .filter_map(|j| {
+                let r = t.arg_rules.get(j as usize)?;
+                Some(RuleNode {
+                    id: format!("a{j}"),
+                    outcome: r.outcome.as_str(),
+                    text: r.text.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    fn color(&self) -> &'static str {
+        if self.outcome == "deny" {
+            Effective::Deny.color()
+        } else {
+            Effective::Confirm.color()
+        }
+    }
 }
 
 fn gather(policy: &Policy) -> Picture {
@@ -111,6 +149,8 @@ fn gather(policy: &Policy) -> Picture {
         tiers: t.tiers.iter().map(|s| s.to_string()).collect(),
         accepts: Vec::new(),
         requires: Vec::new(),
+        rules: Vec::new(),
+        global_rules: RuleNode::of(policy, &t.global_rules),
     };
     let out = |n: NodeIndex, kind: Edge| -> Vec<NodeIndex> {
         let mut v: Vec<NodeIndex> = g
@@ -169,6 +209,9 @@ fn gather(policy: &Policy) -> Picture {
                     if let Node::Permission(x) = g[p] {
                         pic.requires.push((id.clone(), x as usize));
                     }
+                }
+                for r in RuleNode::of(policy, &row.arg_rules) {
+                    pic.rules.push((id.clone(), r));
                 }
                 pic.tools
                     .push((id, label, is_pattern, !row.enabled, effect));
@@ -294,6 +337,16 @@ pub fn render(policy: &Policy, format: GraphFormat) -> String {
     }
 }
 
+/// A rule's DOT node statement (without the `;`).
+fn dot_rule(r: &RuleNode) -> String {
+    format!(
+        "{} [label={}, shape=note, fontsize=9, fillcolor=\"{}\"]",
+        r.id,
+        dot_string(&r.text),
+        r.color()
+    )
+}
+
 fn dot(policy: &Policy, pic: &Picture) -> String {
     let mut s = String::new();
     let title = match policy.version() {
@@ -326,6 +379,24 @@ fn dot(policy: &Policy, pic: &Picture) -> String {
                 _ => "",
             };
             let _ = writeln!(s, "    {id} [label=<{l}>{style}];");
+        }
+        for (_, r) in &pic.rules {
+            let _ = writeln!(s, "    {};", dot_rule(r));
+        }
+        s.push_str("  }\n");
+        for (tool, r) in &pic.rules {
+            let _ = writeln!(
+                s,
+                "  {tool} -> {} [style=dotted, arrowhead=none, label={}];",
+                r.id,
+                dot_string(r.outcome)
+            );
+        }
+    }
+    if !pic.global_rules.is_empty() {
+        s.push_str("  subgraph cluster_rules {\n    label=\"argument rules for every tool\"; style=\"rounded,filled\"; fillcolor=\"#fbf5f0\"; color=\"#d1b59f\";\n");
+        for r in &pic.global_rules {
+            let _ = writeln!(s, "    {};", dot_rule(r));
         }
         s.push_str("  }\n");
     }
@@ -479,6 +550,19 @@ fn mermaid(policy: &Policy, pic: &Picture) -> String {
             } else {
                 let _ = writeln!(s, "    {id}[\"{text}\"]");
             }
+        }
+        for (_, r) in &pic.rules {
+            let _ = writeln!(s, "    {}>\"{}\"]", r.id, mermaid_text(&r.text));
+        }
+        s.push_str("  end\n");
+        for (tool, r) in &pic.rules {
+            let _ = writeln!(s, "  {tool} -.-|{}| {}", r.outcome, r.id);
+        }
+    }
+    if !pic.global_rules.is_empty() {
+        s.push_str("  subgraph rules[\"argument rules for every tool\"]\n");
+        for r in &pic.global_rules {
+            let _ = writeln!(s, "    {}>\"{}\"]", r.id, mermaid_text(&r.text));
         }
         s.push_str("  end\n");
     }

@@ -21,10 +21,19 @@
 //! Each cell is for one intent. Under `combine union` a query with several intents is offered
 //! an effect when any of its intents' cells offers it (the union of the cells).
 //!
+//! Argument rules (`deny when ...`, `confirm when ...`) judge a call's arguments, which `offer`
+//! never sees: a cell of a tool that has argument rules (its own, or those of the `rules` and
+//! `defaults` blocks, which apply to every tool) is marked `allow*` / `confirm*`, since the
+//! rules can still deny a call or ask for confirmation. Each row lists its own rules in their
+//! canonical text (as `toolwarden fmt` prints them), and the table lists the rules for every
+//! tool once, in its header.
+//!
 //! Rows are sorted (tools by name, then patterns by glob, then the undeclared-name row), modes
 //! keep declaration order and intents priority order, so the text, JSON and CSV layouts are
 //! stable across runs and platforms and can be committed and reviewed as a diff. Source
-//! locations are left out on purpose: moving a rule does not change the table.
+//! locations are left out of the text and CSV layouts on purpose: moving a rule does not change
+//! them. The JSON layout gives each argument rule's `file:line:col` (`source`), so a tool can
+//! point at it.
 
 use serde::Serialize;
 
@@ -111,11 +120,15 @@ pub struct Outcome {
     pub conditions: Conditions,
     /// For a deny at stage `intent`: the decision when the name is forced.
     pub forced: Option<Decision>,
+    /// Whether argument rules apply to the tool's calls here: the decision (or the forced
+    /// decision) lets a call through to stage `arguments`, where a rule can still deny it or
+    /// ask for confirmation. Shown as `allow*` / `confirm*`.
+    pub argument_rules: bool,
 }
 
 impl Outcome {
     /// One-line text: `allow`, `confirm if tenant, role a|b`, `deny mode`,
-    /// `deny intent; forced: confirm if tenant`.
+    /// `deny intent; forced: confirm if tenant`, `allow*` (argument rules apply).
     pub fn to_text(&self) -> String {
         let cond = self.conditions.to_text();
         let when = if cond.is_empty() {
@@ -123,12 +136,13 @@ impl Outcome {
         } else {
             format!(" if {cond}")
         };
+        let star = if self.argument_rules { "*" } else { "" };
         match (self.decision, self.stage, self.forced) {
             (Decision::Deny, Some(Stage::Intent), Some(f)) => {
-                format!("deny intent; forced: {f}{when}")
+                format!("deny intent; forced: {f}{star}{when}")
             }
             (Decision::Deny, Some(stage), _) => format!("deny {stage}"),
-            (d, _, _) => format!("{d}{when}"),
+            (d, _, _) => format!("{d}{star}{when}"),
         }
     }
 }
@@ -148,6 +162,17 @@ pub struct TableCell {
     pub(crate) steps: Vec<SymStep>,
 }
 
+/// One argument rule, as the table lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TableRule {
+    /// `file:line:col` of the rule (JSON only; the text and CSV layouts leave positions out).
+    pub source: String,
+    /// `deny` or `confirm`.
+    pub outcome: &'static str,
+    /// The rule's canonical text, as `toolwarden fmt` prints it (`deny when amount > 10000`).
+    pub text: String,
+}
+
 /// One row: a tool, a pattern or the undeclared-name row, with a cell per mode and intent.
 #[derive(Clone, Debug, Serialize)]
 pub struct TableRow {
@@ -161,6 +186,8 @@ pub struct TableRow {
     pub requires: Vec<String>,
     /// Cells, by mode (declaration order), then intent (priority order).
     pub cells: Vec<TableCell>,
+    /// Its own argument rules, in source order (those for every tool are [`Table::rules`]).
+    pub rules: Vec<TableRule>,
 }
 
 /// The complete decision table of a policy (see the module docs).
@@ -176,6 +203,9 @@ pub struct Table {
     pub intents: Vec<String>,
     /// The rows, sorted as the module docs say.
     pub rows: Vec<TableRow>,
+    /// The argument rules that apply to every tool (the `rules` and `defaults` blocks), in
+    /// source order.
+    pub rules: Vec<TableRule>,
 }
 
 /// Output layout of [`Table::render`].
@@ -281,6 +311,7 @@ impl Policy {
                     stage: Some(stage),
                     conditions: Conditions::default(),
                     forced: None,
+                    argument_rules: false,
                 },
                 steps,
             )
@@ -408,6 +439,7 @@ impl Policy {
                     stage: Some(stage),
                     conditions: Conditions::default(),
                     forced: None,
+                    argument_rules: false,
                 },
                 steps,
             )
@@ -477,6 +509,7 @@ impl Policy {
                     stage: Some(Stage::Intent),
                     conditions,
                     forced: Some(forced),
+                    argument_rules: false,
                 },
                 steps,
             );
@@ -497,6 +530,7 @@ impl Policy {
                 stage: confirm.then_some(Stage::Confirmation),
                 conditions,
                 forced: None,
+                argument_rules: false,
             },
             steps,
         )
@@ -527,15 +561,18 @@ impl Policy {
         let intents = self.table_intents();
         let mut cells = Vec::with_capacity(modes.len() * intents.len());
         let prefix = self.symbolic_prefix(shape, row);
+        let has_rules = row.is_some_and(|r| !r.arg_rules.is_empty()) || !t.global_rules.is_empty();
         for &m in modes {
             for (name, i) in &intents {
-                let (outcome, steps) = match (&prefix, row) {
+                let (mut outcome, steps) = match (&prefix, row) {
                     (Ok((c, st)), Some(row)) => {
                         self.symbolic_suffix(row, c.clone(), st.clone(), m, *i)
                     }
                     (Err(denied), _) => denied.clone(),
                     (Ok(_), None) => unreachable_deny(),
                 };
+                outcome.argument_rules =
+                    has_rules && (outcome.decision != Decision::Deny || outcome.forced.is_some());
                 cells.push(TableCell {
                     mode: t.modes[m].name.to_string(),
                     intent: name.clone(),
@@ -556,6 +593,7 @@ fn unreachable_deny() -> (Outcome, Vec<SymStep>) {
             stage: Some(Stage::Identity),
             conditions: Conditions::default(),
             forced: None,
+            argument_rules: false,
         },
         Vec::new(),
     )
@@ -586,6 +624,20 @@ impl Table {
                 })?],
         };
         let requires = |row: &ToolRow| row.requires.iter().map(|s| s.to_string()).collect();
+        let rules_in = |range: &std::ops::Range<u32>| -> Vec<TableRule> {
+            t.arg_rules
+                .get(range.start as usize..range.end as usize)
+                .unwrap_or_default()
+                .iter()
+                .map(|r| TableRule {
+                    source: policy
+                        .rule_source(r.rule)
+                        .map_or_else(String::new, |l| l.to_string()),
+                    outcome: r.outcome.as_str(),
+                    text: r.text.to_string(),
+                })
+                .collect()
+        };
         let mut rows = Vec::new();
         let mut tools: Vec<&(Box<str>, ToolRow)> = t.tools.iter().collect();
         tools.sort_by(|a, b| a.0.cmp(&b.0));
@@ -596,6 +648,7 @@ impl Table {
                 effect: Some(t.effects[row.effect as usize].to_string()),
                 requires: requires(row),
                 cells: policy.row_cells(&policy.conn_shape_of_name(name), Some(row), &modes),
+                rules: rules_in(&row.arg_rules),
             });
         }
         let mut patterns: Vec<_> = t.patterns.iter().collect();
@@ -607,6 +660,7 @@ impl Table {
                 effect: Some(t.effects[p.row.effect as usize].to_string()),
                 requires: requires(&p.row),
                 cells: policy.row_cells(&policy.conn_shape_of_glob(&p.glob), Some(&p.row), &modes),
+                rules: rules_in(&p.row.arg_rules),
             });
         }
         let unknown_shape = policy.conn_shape_of_glob("*");
@@ -619,6 +673,11 @@ impl Table {
                 .map(|d| t.effects[d.effect as usize].to_string()),
             requires: t.defaults.as_ref().map(requires).unwrap_or_default(),
             cells: policy.row_cells(&unknown_shape, t.defaults.as_ref(), &modes),
+            rules: t
+                .defaults
+                .as_ref()
+                .map(|d| rules_in(&d.arg_rules))
+                .unwrap_or_default(),
         });
         Ok(Table {
             policy: policy.name().to_string(),
@@ -626,6 +685,7 @@ impl Table {
             modes: modes.iter().map(|&m| t.modes[m].name.to_string()).collect(),
             intents: policy.table_intents().into_iter().map(|(n, _)| n).collect(),
             rows,
+            rules: rules_in(&t.global_rules),
         })
     }
 
@@ -679,6 +739,17 @@ impl Table {
              # connector S: allowlist unset or holds S (*: the name's server) · tenant: a tenant is set\n\
              # role a|b: one of these roles (closed under inclusion) · permission p|q: p or a permission implying it\n",
         );
+        if !self.rules.is_empty() || self.rows.iter().any(|r| !r.rules.is_empty()) {
+            out.push_str(
+                "# allow*, confirm*: argument rules (`rule:` lines, and those for every tool) can still deny a call or ask for confirmation\n",
+            );
+        }
+        if !self.rules.is_empty() {
+            out.push_str("# rules for every tool:\n");
+            for r in &self.rules {
+                out.push_str(&format!("#   {}\n", r.text));
+            }
+        }
         for row in &self.rows {
             out.push('\n');
             out.push_str(&format!("{} {}", row.kind.as_str(), row.name));
@@ -701,13 +772,16 @@ impl Table {
                 out.push_str(line.trim_end());
                 out.push('\n');
             }
+            for r in &row.rules {
+                out.push_str(&format!("  rule: {}\n", r.text));
+            }
         }
         out
     }
 
     fn to_csv(&self) -> String {
         let mut out = String::from(
-            "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions\n",
+            "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions,argument_rules\n",
         );
         for row in &self.rows {
             for c in &row.cells {
@@ -734,6 +808,7 @@ impl Table {
                         .map(|g| g.join("|"))
                         .collect::<Vec<_>>()
                         .join(";"),
+                    if o.argument_rules { "yes" } else { "" }.to_string(),
                 ];
                 out.push_str(
                     &fields

@@ -111,11 +111,13 @@ pub(crate) struct ToolModel {
     pub rules: Vec<RuleModel>,
 }
 
-/// One checked argument rule: its outcome, its compiled condition and the rule's span.
+/// One checked argument rule: its outcome, its compiled condition, its canonical text (as
+/// `toolwarden fmt` prints it) and the rule's span.
 #[derive(Clone, Debug)]
 pub(crate) struct RuleModel {
     pub outcome: RuleOutcome,
     pub condition: CompiledCondition,
+    pub text: Box<str>,
     pub span: Span,
 }
 

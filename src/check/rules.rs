@@ -35,6 +35,7 @@ impl Checker {
                 Ok(condition) => out.push(RuleModel {
                     outcome: rule.outcome,
                     condition,
+                    text: rule.to_string().into(),
                     span: rule.span,
                 }),
                 Err(errors) => {

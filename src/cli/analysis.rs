@@ -114,6 +114,7 @@ pub(crate) fn test(
                     show("matrix cells", &u.cells);
                     show("keywords", &u.keywords);
                     show("modes", &u.modes);
+                    show("argument rules", &u.rules);
                 }
             }
         }

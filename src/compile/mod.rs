@@ -89,6 +89,8 @@ pub enum Edge {
 pub(crate) struct ArgRule {
     pub outcome: RuleOutcome,
     pub condition: CompiledCondition,
+    /// The rule's canonical text (`deny when amount > 10000`), as `toolwarden fmt` prints it.
+    pub text: Box<str>,
     /// Its entry in the rule table (span, kind [`RuleKind::Argument`]).
     pub rule: RuleId,
 }
@@ -104,6 +106,7 @@ fn push_rules(
         out.push(ArgRule {
             outcome: r.outcome,
             condition: r.condition.clone(),
+            text: r.text.clone(),
             rule: table.add(Some(r.span), RuleKind::Argument),
         });
     }

@@ -12,6 +12,7 @@
 //!       permissions: [invoices.manage]
 //!       connectors: { session: [github] }   # per tier; [] = zero connectors
 //!       forced: []
+//!       context: { contacts: [alice, bob] } # the `context` sets the policy declares
 //!       query: "delete invoice 7"           # or `intent: destructive`
 //!     tool: delete_invoice                  # or `tools: [...]` with `expect.offered`
 //!     args: { business_id: b-42 }           # optional: judge a call (check_call) instead
@@ -20,12 +21,48 @@
 //!       stage: confirmation                 # a stage name, or `none` for an allow
 //!       intent: destructive                 # the query's classification
 //!       confirmation: true                  # the tool needs (or the call awaits) confirmation
+//!       rule: finance.warden:52:1           # the rule that decided, at its file:line:col
 //! ```
 //!
 //! With `tools`, `expect.offered` is the exact set of names offered (allow or confirm). Every
-//! mode, tier, role, permission, intent and tool a case names must be known to the policy (a
-//! typo is an error, never a silent pass); a case about an undeclared name says
+//! mode, tier, role, permission, intent, `context` set and tool a case names must be known to
+//! the policy (a typo is an error, never a silent pass); a case about an undeclared name says
 //! `undeclared: true`. A malformed file or case is reported at its `file:line:col`.
+//!
+//! Argument rules are tested with `args`, the request's `context` sets and `expect.rule`, the
+//! `file:line:col` of the rule that decided (relative to this file, as `toolwarden check` and
+//! `explain` print it; for a call stopped at stage `arguments`, the first `deny` rule that
+//! fired, else the first `confirm` rule; for an allow, the tool's declaration). A position no
+//! rule of the policy starts at is an error.
+//!
+//! `steps` runs several calls within one turn, in order, so that a pending call, its
+//! confirmation and the turn limit are tested in one case. The calls go through
+//! `check_call_strict`, as an agent runtime makes them: the pending call a step leaves is the
+//! one the next steps answer, and `confirm: true` sets the policy's first `confirm fields`
+//! argument to `true`, which is the user confirming the pending call. A `confirm: true` with no
+//! pending call is the model confirming its own call (denied at stage `confirmation`).
+//!
+//! ```yaml
+//! cases:
+//!   - name: a payment to a stranger waits for the user, then runs once
+//!     request: { mode: autonomous, context: { contacts: [alice, bob] } }
+//!     steps:
+//!       - tool: send_money
+//!         args: { recipient: mallory, amount: 20 }
+//!         expect: { decision: confirm, stage: arguments, rule: money.warden:14:3 }
+//!       - tool: send_money
+//!         args: { recipient: mallory, amount: 20 }
+//!         confirm: true                     # the user says yes
+//!         expect: { decision: allow }
+//!       - tool: send_money                  # the turn's limit is one transactional call
+//!         args: { recipient: alice, amount: 5 }
+//!         expect: { decision: deny, stage: turn_limit }
+//! ```
+//!
+//! Each step takes `tool`, `args` (default `{}`), `confirm` and an `expect` of `decision`,
+//! `stage`, `rule` and `confirmation`; the case's own `expect` may then only give `intent`.
+//! Coverage (see [`Coverage`]) counts what every case exercised, filtered out or not, including
+//! the argument rules that fired on some call.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,8 +70,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod positions;
+mod rule_positions;
+
+use positions::{case_field_position, case_positions, field_position, list_block};
+use rule_positions::RulePositions;
+
 use crate::classify::Intent;
-use crate::decision::{Decision, Stage, ToolMatch, Turn};
+use crate::decision::{Decision, PendingCall, Stage, ToolMatch, Turn};
 use crate::eval::Request;
 use crate::policy::Policy;
 
@@ -49,6 +92,8 @@ struct ReqSpec {
     tenant: Option<Option<String>>,
     connectors: Option<BTreeMap<String, Vec<String>>>,
     forced: Option<Vec<String>>,
+    /// `context: { name: [values] }`: the named sets the request supplies.
+    context: Option<BTreeMap<String, Vec<String>>>,
     query: Option<String>,
     intent: Option<String>,
 }
@@ -74,6 +119,7 @@ impl ReqSpec {
             tenant: self.tenant.clone().or_else(|| base.tenant.clone()),
             connectors: self.connectors.clone().or_else(|| base.connectors.clone()),
             forced: self.forced.clone().or_else(|| base.forced.clone()),
+            context: self.context.clone().or_else(|| base.context.clone()),
             query: self.query.clone().or_else(|| {
                 if self.intent.is_some() {
                     None
@@ -100,6 +146,25 @@ struct Expect {
     intent: Option<String>,
     confirmation: Option<bool>,
     offered: Option<Vec<String>>,
+    /// `file:line:col` of the deciding rule, relative to the test file.
+    rule: Option<String>,
+}
+
+/// One call of a multi-step case.
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct StepSpec {
+    tool: String,
+    #[serde(default = "empty_object")]
+    args: Value,
+    /// The user confirms the pending call: the first confirmation field is set to `true`.
+    #[serde(default)]
+    confirm: bool,
+    expect: Expect,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -111,8 +176,10 @@ struct CaseSpec {
     tool: Option<String>,
     tools: Option<Vec<String>>,
     args: Option<Value>,
+    steps: Option<Vec<StepSpec>>,
     #[serde(default)]
     undeclared: bool,
+    #[serde(default)]
     expect: Expect,
 }
 
@@ -153,6 +220,9 @@ pub struct Coverage {
     pub keywords: Vec<String>,
     /// Modes no case ran in.
     pub modes: Vec<String>,
+    /// Argument rules no case's call fired, in source order, each as `file:line:col` and its
+    /// canonical text (`policy.warden:14:3 deny when amount > 10000`).
+    pub rules: Vec<String>,
 }
 
 /// The result of one test file.
@@ -234,61 +304,6 @@ pub fn find_test_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(out)
 }
 
-/// Where each case of a block-style `cases:` list starts (1-based line and column of its first
-/// key), found in the text; empty when the list is not in block style.
-fn case_positions(text: &str) -> Vec<(usize, usize)> {
-    let lines: Vec<&str> = text.lines().collect();
-    let Some(start) = lines
-        .iter()
-        .position(|l| l.starts_with("cases:") && l[6..].trim().is_empty())
-    else {
-        return Vec::new();
-    };
-    let mut item_indent = None;
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate().skip(start + 1) {
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let indent = line.len() - trimmed.len();
-        if indent == 0 && !trimmed.starts_with('-') {
-            break;
-        }
-        if trimmed.starts_with("- ") || trimmed == "-" {
-            let ind = *item_indent.get_or_insert(indent);
-            if indent == ind {
-                out.push((i + 1, indent + 3));
-            }
-        }
-    }
-    out
-}
-
-/// The line and column of `key:` inside a case (lines `from..to`, 1-based), else the case's.
-fn field_position(text: &str, case: (usize, usize), to: usize, key: &str) -> (usize, usize) {
-    let pat = format!("{key}:");
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .skip(case.0 - 1)
-        .take(to.saturating_sub(case.0))
-    {
-        // `key:` as a whole key: at the start of the line's content, or after `{`, `,` or a
-        // space (flow mappings).
-        let mut from = 0;
-        while let Some(off) = line[from..].find(&pat) {
-            let at = from + off;
-            let before = line[..at].chars().last();
-            if before.is_none_or(|c| c == '{' || c == ',' || c == ' ' || c == '-') {
-                return (i + 1, line[..at].chars().count() + 1);
-            }
-            from = at + pat.len();
-        }
-    }
-    case
-}
-
 fn known<'a>(list: impl Iterator<Item = &'a str>) -> String {
     let v: Vec<String> = list.map(|s| format!("`{s}`")).collect();
     if v.is_empty() {
@@ -357,6 +372,23 @@ fn prepare(policy: &Policy, spec: &ReqSpec) -> Result<Prepared, (&'static str, S
         }
         request = request.forced(f.clone());
     }
+    if let Some(sets) = &spec.context {
+        for (name, values) in sets {
+            if !policy.contexts().any(|x| x == name) {
+                let near = crate::check::suggest(name, policy.contexts())
+                    .map(|c| format!("did you mean `{c}`? "))
+                    .unwrap_or_default();
+                return Err((
+                    "context",
+                    format!(
+                        "unknown context set `{name}`; {near}the policy declares {}",
+                        known(policy.contexts())
+                    ),
+                ));
+            }
+            request = request.context(name.clone(), values.clone());
+        }
+    }
     let intent = match (&spec.query, &spec.intent) {
         (Some(_), Some(_)) => {
             return Err(("intent", "give `query` or `intent`, not both".to_string()));
@@ -386,6 +418,8 @@ struct Seen {
     cells: BTreeSet<(u16, usize, u8)>,
     keywords: BTreeSet<String>,
     modes: BTreeSet<String>,
+    /// Locations of the argument rules some call fired.
+    rules: BTreeSet<String>,
 }
 
 impl Seen {
@@ -474,6 +508,7 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
             return report;
         }
     };
+    let rules = RulePositions::new(&policy, &dir);
     let positions = case_positions(&text);
     let total_lines = text.lines().count() + 1;
     let mut seen = Seen::default();
@@ -481,7 +516,7 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
         let pos = positions.get(idx).copied().unwrap_or((1, 1));
         let end = positions.get(idx + 1).map_or(total_lines, |p| p.0);
         let at = |key: &str| {
-            let (l, c) = field_position(&text, pos, end, key);
+            let (l, c) = case_field_position(&text, pos, end, key);
             format!("{file}:{l}:{c}")
         };
         let req = case.request.over(&spec.request);
@@ -493,8 +528,25 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
                 return report;
             }
         };
-        if let Err((key, msg)) = validate(&policy, case) {
-            report.error = Some(format!("{}: case `{}`: {msg}", at(key), case.name));
+        if let Err((where_, msg)) = validate(&policy, case, &rules) {
+            let (place, msg) = match where_ {
+                At::Case(key) => (at(key), msg),
+                At::Step(i, key) => {
+                    let steps = list_block(&text, pos, end, "steps")
+                        .map(|b| b.items)
+                        .unwrap_or_default();
+                    let place = match steps.get(i) {
+                        Some(&step) => {
+                            let step_end = steps.get(i + 1).map_or(end, |p| p.0);
+                            let (l, c) = field_position(&text, step, step_end, key);
+                            format!("{file}:{l}:{c}")
+                        }
+                        None => at("steps"),
+                    };
+                    (place, format!("step {}: {msg}", i + 1))
+                }
+            };
+            report.error = Some(format!("{place}: case `{}`: {msg}", case.name));
             report.cases.clear();
             return report;
         }
@@ -512,50 +564,159 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
             seen.keywords
                 .insert(format!("{} {} \"{}\"", h.intent, h.lang, h.keyword));
         }
-        for name in case.tool.iter().chain(case.tools.iter().flatten()) {
+        let step_tools = case.steps.iter().flatten().map(|s| &s.tool);
+        for name in case
+            .tool
+            .iter()
+            .chain(case.tools.iter().flatten())
+            .chain(step_tools)
+        {
             seen.tool(&policy, &prepared.request, &prepared.intent, name);
         }
-        if filter.is_some_and(|f| !case.name.contains(f)) {
-            continue;
-        }
-        report.cases.push(run_case(
+        // Every case runs, so that the argument rules a filtered-out case fires count too.
+        let result = run_case(
             &policy,
             case,
             &prepared,
+            &rules,
             format!("{file}:{}:{}", pos.0, pos.1),
-        ));
+            &mut seen.rules,
+        );
+        if filter.is_some_and(|f| !case.name.contains(f)) {
+            continue;
+        }
+        report.cases.push(result);
     }
     report.uncovered = Some(uncovered(&policy, &seen));
     report
 }
 
-fn validate(policy: &Policy, case: &CaseSpec) -> Result<(), (&'static str, String)> {
+/// Where a mistake in a case is: a key of the case, or a key of its step (0-based).
+enum At {
+    Case(&'static str),
+    Step(usize, &'static str),
+}
+
+fn validate(policy: &Policy, case: &CaseSpec, rules: &RulePositions) -> Result<(), (At, String)> {
     let e = &case.expect;
+    let fail = |key, msg: &str| Err((At::Case(key), msg.to_string()));
     if case.tool.is_some() && case.tools.is_some() {
-        return Err(("tools", "give `tool` or `tools`, not both".to_string()));
+        return fail("tools", "give `tool` or `tools`, not both");
+    }
+    if let Some(steps) = &case.steps {
+        if case.tool.is_some() || case.tools.is_some() || case.args.is_some() {
+            return fail(
+                "steps",
+                "`steps` holds the calls: give `tool` and `args` in each step, not in the case",
+            );
+        }
+        if steps.is_empty() {
+            return fail("steps", "`steps` holds no call");
+        }
+        if e.decision.is_some()
+            || e.stage.is_some()
+            || e.confirmation.is_some()
+            || e.offered.is_some()
+            || e.rule.is_some()
+        {
+            return fail(
+                "expect",
+                "with `steps`, each step has its own `expect`; the case's may only give `intent`",
+            );
+        }
+        validate_expect(policy, e, rules).map_err(|(k, m)| (At::Case(k), m))?;
+        for (i, step) in steps.iter().enumerate() {
+            validate_step(policy, case, step, rules).map_err(|(k, m)| (At::Step(i, k), m))?;
+        }
+        return Ok(());
     }
     if case.args.is_some() && case.tool.is_none() {
-        return Err(("args", "`args` judges a call: it needs `tool`".to_string()));
+        return fail("args", "`args` judges a call: it needs `tool`");
     }
     if case.tool.is_none()
-        && (e.decision.is_some() || e.stage.is_some() || e.confirmation.is_some())
+        && (e.decision.is_some()
+            || e.stage.is_some()
+            || e.confirmation.is_some()
+            || e.rule.is_some())
     {
-        return Err((
+        return fail(
             "expect",
-            "`decision`, `stage` and `confirmation` are about one `tool`".to_string(),
-        ));
+            "`decision`, `stage`, `confirmation` and `rule` are about one `tool`",
+        );
     }
     if e.offered.is_some() && case.tools.is_none() {
-        return Err(("offered", "`offered` needs `tools`".to_string()));
+        return fail("offered", "`offered` needs `tools`");
     }
     if e.decision.is_none()
         && e.stage.is_none()
         && e.intent.is_none()
         && e.confirmation.is_none()
         && e.offered.is_none()
+        && e.rule.is_none()
     {
-        return Err(("expect", "the case expects nothing".to_string()));
+        return fail("expect", "the case expects nothing");
     }
+    validate_expect(policy, e, rules).map_err(|(k, m)| (At::Case(k), m))?;
+    if !case.undeclared {
+        let names = (case.tool.iter().map(|n| ("tool", n)))
+            .chain(case.tools.iter().flatten().map(|n| ("tools", n)))
+            .chain(e.offered.iter().flatten().map(|n| ("offered", n)));
+        for (key, n) in names {
+            known_or_error(policy, key, n)?;
+        }
+    }
+    Ok(())
+}
+
+/// A step: a known tool (unless the case is about undeclared names), an expectation, and a
+/// `confirm` only where the policy has a confirmation field and the arguments are an object.
+fn validate_step(
+    policy: &Policy,
+    case: &CaseSpec,
+    step: &StepSpec,
+    rules: &RulePositions,
+) -> Result<(), (&'static str, String)> {
+    let e = &step.expect;
+    if e.intent.is_some() || e.offered.is_some() {
+        return Err((
+            "expect",
+            "a step expects `decision`, `stage`, `rule` or `confirmation`; `intent` belongs to the case's `expect`"
+                .to_string(),
+        ));
+    }
+    if e.decision.is_none() && e.stage.is_none() && e.confirmation.is_none() && e.rule.is_none() {
+        return Err(("expect", "the step expects nothing".to_string()));
+    }
+    validate_expect(policy, e, rules)?;
+    if step.confirm {
+        if policy.confirm_fields().next().is_none() {
+            return Err((
+                "confirm",
+                "`confirm: true` sets a confirmation field, but the policy declares no `confirm fields`"
+                    .to_string(),
+            ));
+        }
+        if !step.args.is_object() {
+            return Err((
+                "confirm",
+                "`confirm: true` needs `args` to be a mapping".to_string(),
+            ));
+        }
+    }
+    if !case.undeclared {
+        if let Err((_, msg)) = known_or_error(policy, "tool", &step.tool) {
+            return Err(("tool", msg));
+        }
+    }
+    Ok(())
+}
+
+/// The values an `expect` names: a decision, a stage, an intent and a rule the policy knows.
+fn validate_expect(
+    policy: &Policy,
+    e: &Expect,
+    rules: &RulePositions,
+) -> Result<(), (&'static str, String)> {
     if let Some(d) = &e.decision {
         if !["allow", "confirm", "deny"].contains(&d.as_str()) {
             return Err((
@@ -588,59 +749,116 @@ fn validate(policy: &Policy, case: &CaseSpec) -> Result<(), (&'static str, Strin
             ));
         }
     }
-    if !case.undeclared {
-        let names = (case.tool.iter().map(|n| ("tool", n)))
-            .chain(case.tools.iter().flatten().map(|n| ("tools", n)))
-            .chain(e.offered.iter().flatten().map(|n| ("offered", n)));
-        for (key, n) in names {
-            if !known_tool(policy, n) {
-                return Err((
-                    key,
-                    format!(
-                        "unknown tool `{n}`: neither declared nor matched by a pattern{} (a case about an undeclared name says `undeclared: true`)",
-                        did_you_mean(policy, n)
-                    ),
-                ));
-            }
-        }
+    if let Some(r) = &e.rule {
+        rules.resolve(r).map_err(|m| ("rule", m))?;
     }
     Ok(())
 }
 
-fn run_case(policy: &Policy, case: &CaseSpec, p: &Prepared, location: String) -> CaseResult {
-    let e = &case.expect;
-    let mut failures = Vec::new();
+fn known_or_error(policy: &Policy, key: &'static str, n: &str) -> Result<(), (At, String)> {
+    if known_tool(policy, n) {
+        return Ok(());
+    }
+    Err((
+        At::Case(key),
+        format!(
+            "unknown tool `{n}`: neither declared nor matched by a pattern{} (a case about an undeclared name says `undeclared: true`)",
+            did_you_mean(policy, n)
+        ),
+    ))
+}
+
+/// What one call found, for the case's expectations.
+struct Observed {
+    decision: Decision,
+    stage: Option<Stage>,
+    confirmation: bool,
+    /// The deciding rule's location, as the policy prints it.
+    rule: Option<String>,
+}
+
+/// Compares `observed` with `e`, pushing `what: expected X, got Y` (prefixed) per mismatch.
+fn compare(
+    e: &Expect,
+    observed: &Observed,
+    rules: &RulePositions,
+    prefix: &str,
+    failures: &mut Vec<String>,
+) {
     let mut check = |what: &str, expected: &str, actual: &str| {
         if expected != actual {
-            failures.push(format!("{what}: expected {expected}, got {actual}"));
+            failures.push(format!("{prefix}{what}: expected {expected}, got {actual}"));
         }
     };
+    if let Some(d) = &e.decision {
+        check("decision", d, observed.decision.as_str());
+    }
+    if let Some(s) = &e.stage {
+        check("stage", s, observed.stage.map_or("none", Stage::as_str));
+    }
+    if let Some(c) = e.confirmation {
+        check(
+            "confirmation",
+            &c.to_string(),
+            &observed.confirmation.to_string(),
+        );
+    }
+    if let Some(r) = &e.rule {
+        let want = rules.resolve(r).unwrap_or_default();
+        let got = observed.rule.as_deref().unwrap_or("");
+        if want != got {
+            let got = if got.is_empty() {
+                "none".to_string()
+            } else {
+                rules.shown(got)
+            };
+            failures.push(format!("{prefix}rule: expected {r}, got {got}"));
+        }
+    }
+}
+
+/// Runs one case; the argument rules that fired on its calls are added to `fired`.
+fn run_case(
+    policy: &Policy,
+    case: &CaseSpec,
+    p: &Prepared,
+    rules: &RulePositions,
+    location: String,
+    fired: &mut BTreeSet<String>,
+) -> CaseResult {
+    let e = &case.expect;
+    let mut failures = Vec::new();
     if let Some(i) = &e.intent {
-        check("intent", i, &p.intent.name);
+        if *i != p.intent.name {
+            failures.push(format!("intent: expected {i}, got {}", p.intent.name));
+        }
     }
     let mut trace = None;
     if let Some(tool) = &case.tool {
         let outcome = match &case.args {
             Some(args) => policy
                 .check_call(&p.request, &p.intent, &mut Turn::new(), tool, args)
-                .map(|v| (v.decision, v.stage, v.pending.is_some())),
+                .map(|v| {
+                    fired.extend(v.rules.iter().map(|r| r.source.clone()));
+                    Observed {
+                        decision: v.decision,
+                        stage: v.stage,
+                        confirmation: v.pending.is_some(),
+                        rule: v.source,
+                    }
+                }),
             None => policy
                 .decide_tool(&p.request, &p.intent, tool)
-                .map(|d| (d.decision, d.stage, d.decision == Decision::Confirm)),
+                .map(|d| Observed {
+                    decision: d.decision,
+                    stage: d.stage,
+                    confirmation: d.decision == Decision::Confirm,
+                    rule: policy.rule_source(d.rule).map(|l| l.to_string()),
+                }),
         };
         match outcome {
             Err(err) => failures.push(format!("request: {err}")),
-            Ok((decision, stage, confirmation)) => {
-                if let Some(d) = &e.decision {
-                    check("decision", d, decision.as_str());
-                }
-                if let Some(s) = &e.stage {
-                    check("stage", s, stage.map_or("none", Stage::as_str));
-                }
-                if let Some(c) = e.confirmation {
-                    check("confirmation", &c.to_string(), &confirmation.to_string());
-                }
-            }
+            Ok(observed) => compare(e, &observed, rules, "", &mut failures),
         }
         if !failures.is_empty() {
             trace = policy
@@ -648,6 +866,9 @@ fn run_case(policy: &Policy, case: &CaseSpec, p: &Prepared, location: String) ->
                 .ok()
                 .map(|t| t.summary());
         }
+    }
+    if let Some(steps) = &case.steps {
+        trace = run_steps(policy, steps, p, rules, &mut failures, fired);
     }
     if let Some(tools) = &case.tools {
         match policy.offer(&p.request, &p.intent, tools.iter().map(String::as_str)) {
@@ -687,6 +908,64 @@ fn run_case(policy: &Policy, case: &CaseSpec, p: &Prepared, location: String) ->
         failures,
         trace,
     }
+}
+
+/// Runs the steps of a case within one turn (see the module docs); returns the explain trace of
+/// the first step that failed.
+fn run_steps(
+    policy: &Policy,
+    steps: &[StepSpec],
+    p: &Prepared,
+    rules: &RulePositions,
+    failures: &mut Vec<String>,
+    fired: &mut BTreeSet<String>,
+) -> Option<String> {
+    let mut turn = Turn::new();
+    let mut held: Option<PendingCall> = None;
+    let mut trace = None;
+    for (i, step) in steps.iter().enumerate() {
+        let prefix = format!("step {} (`{}`): ", i + 1, step.tool);
+        let mut args = step.args.clone();
+        if step.confirm {
+            if let (Value::Object(obj), Some(field)) = (&mut args, policy.confirm_fields().next()) {
+                obj.insert(field.to_string(), Value::Bool(true));
+            }
+        }
+        let before = failures.len();
+        match policy.check_call_strict(
+            &p.request,
+            &p.intent,
+            &mut turn,
+            &step.tool,
+            &args,
+            held.as_ref(),
+        ) {
+            Err(err) => failures.push(format!("{prefix}request: {err}")),
+            Ok(v) => {
+                fired.extend(v.rules.iter().map(|r| r.source.clone()));
+                let observed = Observed {
+                    decision: v.decision,
+                    stage: v.stage,
+                    confirmation: v.pending.is_some(),
+                    rule: v.source.clone(),
+                };
+                compare(&step.expect, &observed, rules, &prefix, failures);
+                // The call the user is asked about next; a confirmed call that ran is answered.
+                if let Some(pending) = v.pending {
+                    held = Some(pending);
+                } else if v.decision == Decision::Allow && v.confirmation_received {
+                    held = None;
+                }
+            }
+        }
+        if failures.len() > before && trace.is_none() {
+            trace = policy
+                .explain(&p.request, &p.intent, &step.tool)
+                .ok()
+                .map(|t| format!("step {}: {}", i + 1, t.summary()));
+        }
+    }
+    trace
 }
 
 fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
@@ -733,6 +1012,19 @@ fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
         .modes()
         .filter(|m| !seen.modes.contains(*m))
         .map(str::to_string)
+        .collect();
+    let mut rules: Vec<_> = t
+        .arg_rules
+        .iter()
+        .filter_map(|r| Some((policy.rule_span(r.rule)?, r)))
+        .collect();
+    rules.sort_by_key(|(span, _)| (span.file, span.start));
+    cov.rules = rules
+        .into_iter()
+        .filter_map(|(_, r)| {
+            let at = policy.rule_source(r.rule)?.to_string();
+            (!seen.rules.contains(&at)).then(|| format!("{at} {}", r.text))
+        })
         .collect();
     cov
 }
