@@ -8,6 +8,13 @@
 //! present in one version only shows as added or removed cells. Each changed cell names the
 //! rule that changed it: the rule read at the first stage whose result differs.
 //!
+//! For review, a changed cell either moved its decision ([`Moved::Decision`]: `allow`,
+//! `confirm`, `deny`, or a cell on one side only) or only the reason for it
+//! ([`Moved::Reason`]: the stage, the conditions, what a forced name gets); the cells are
+//! grouped by subject and deciding rule ([`CellGroup`]), each group with a one-line summary.
+//! Argument rules, which no cell reads, are compared as canonical text
+//! ([`super::rule_changes`]), and recorded calls can be replayed ([`super::replay`]).
+//!
 //! Roles and permissions compare by closure (what each includes or implies, however it is
 //! written): the `roles` and `permissions` declaration lines list, on each side, only the names
 //! whose closure changed, each with what it includes (implies) there.
