@@ -592,17 +592,29 @@ fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
     let mut groups: Vec<CellGroup> = Vec::new();
     // Per group, the summary's (old, new) pairs with their counts.
     let mut pairs: Vec<Vec<((String, String), usize)>> = Vec::new();
+    fn location(r: &Option<RuleRef>) -> Option<&str> {
+        r.as_ref().map(|r| r.location.as_str())
+    }
+    // A group's key: what moved, the subject, the label and the rule's location on each side.
+    type Key<'c> = (
+        Moved,
+        SubjectKind,
+        &'c str,
+        &'c str,
+        Option<&'c str>,
+        Option<&'c str>,
+    );
+    let mut index: std::collections::HashMap<Key<'_>, usize> = std::collections::HashMap::new();
     for c in cells {
-        let location = |r: &Option<RuleRef>| r.as_ref().map(|r| r.location.clone());
-        let at = groups.iter().position(|g| {
-            g.moved == c.moved
-                && g.kind == c.kind
-                && g.name == c.name
-                && g.label == c.label
-                && location(&g.rule) == location(&c.rule)
-                && location(&g.old_rule) == location(&c.old_rule)
-        });
-        let i = at.unwrap_or_else(|| {
+        let key: Key<'_> = (
+            c.moved,
+            c.kind,
+            &c.name,
+            &c.label,
+            location(&c.rule),
+            location(&c.old_rule),
+        );
+        let i = *index.entry(key).or_insert_with(|| {
             groups.push(CellGroup {
                 moved: c.moved,
                 kind: c.kind,
