@@ -314,7 +314,7 @@ fn widening_write_to_delete_shows_every_reachable_destructive_tool() {
     assert!(d.rows.is_empty() && d.settings.is_empty() && d.keywords_added.is_empty());
     assert!(!d.is_empty());
     assert!(d.render().ends_with(
-        "2 cells changed, 0 rows added/removed/changed, 0 declarations changed, 0 keywords added, 0 removed, 0 of 0 queries reclassified\n"
+        "2 cells changed: 2 decisions moved, 0 reasons moved; 0 rows added/removed/changed, 0 declarations changed, 0 argument-rule changes, 0 keywords added, 0 removed, 0 of 0 queries reclassified\n"
     ));
 }
 
@@ -805,7 +805,7 @@ fn diff_reports_keyword_changes_and_reclassified_queries() {
         )
     );
     assert_eq!(d.queries[0].new_hits, ["destructive:purge"]);
-    assert!(d.render().ends_with("0 cells changed, 0 rows added/removed/changed, 0 declarations changed, 1 keyword added, 0 removed, 1 of 3 queries reclassified\n"));
+    assert!(d.render().ends_with("0 cells changed: 0 decisions moved, 0 reasons moved; 0 rows added/removed/changed, 0 declarations changed, 0 argument-rule changes, 1 keyword added, 0 removed, 1 of 3 queries reclassified\n"));
 }
 
 #[test]

@@ -67,6 +67,11 @@ fn public_types_are_send_and_sync() {
     send_sync::<toolwarden::analysis::Trace>();
     send_sync::<toolwarden::analysis::Table>();
     send_sync::<toolwarden::analysis::PolicyDiff>();
+    send_sync::<toolwarden::analysis::CellGroup>();
+    send_sync::<toolwarden::analysis::diff::Transition>();
+    send_sync::<toolwarden::analysis::rule_changes::RuleChange>();
+    send_sync::<toolwarden::analysis::replay::RecordedCall>();
+    send_sync::<toolwarden::analysis::replay::CallChange>();
 }
 
 /// The policy, its requests and every value a decision returns survive a caught panic. Not
@@ -117,4 +122,9 @@ fn decision_types_are_unwind_safe() {
     unwind_safe::<toolwarden::analysis::Trace>();
     unwind_safe::<toolwarden::analysis::Table>();
     unwind_safe::<toolwarden::analysis::PolicyDiff>();
+    unwind_safe::<toolwarden::analysis::CellGroup>();
+    unwind_safe::<toolwarden::analysis::diff::Transition>();
+    unwind_safe::<toolwarden::analysis::rule_changes::RuleChange>();
+    unwind_safe::<toolwarden::analysis::replay::RecordedCall>();
+    unwind_safe::<toolwarden::analysis::replay::CallChange>();
 }

@@ -33,6 +33,7 @@ const WARNINGS_ONLY: &[&str] = &[
     "catch_all_read_only",
     "context_warnings",
     "keyword_warnings",
+    "rule_warnings",
     "shadowed_pattern",
 ];
 
@@ -131,6 +132,16 @@ fn each_fixture_reports_the_expected_codes() {
         ("matrix_header", &["matrix-header", "matrix-header"]),
         ("matrix_missing_row", &["matrix-row"]),
         ("role_cycle", &["cycle"]),
+        (
+            "rule_warnings",
+            &[
+                "rule-never-fires",
+                "redundant-confirm",
+                "redundant-confirm",
+                "redundant-confirm",
+                "rule-never-fires",
+            ],
+        ),
         (
             "several_errors",
             &[

@@ -8,6 +8,13 @@
 //! present in one version only shows as added or removed cells. Each changed cell names the
 //! rule that changed it: the rule read at the first stage whose result differs.
 //!
+//! For review, a changed cell either moved its decision ([`Moved::Decision`]: `allow`,
+//! `confirm`, `deny`, or a cell on one side only) or only the reason for it
+//! ([`Moved::Reason`]: the stage, the conditions, what a forced name gets); the cells are
+//! grouped by subject and deciding rule ([`CellGroup`]), each group with a one-line summary.
+//! Argument rules, which no cell reads, are compared as canonical text
+//! ([`super::rule_changes`]), and recorded calls can be replayed ([`super::replay`]).
+//!
 //! Roles and permissions compare by closure (what each includes or implies, however it is
 //! written): the `roles` and `permissions` declaration lines list, on each side, only the names
 //! whose closure changed, each with what it includes (implies) there.
@@ -19,13 +26,36 @@ use serde::Serialize;
 
 use super::table::{ConnShape, Outcome, SubjectKind, Sym, SymStep, TableCell};
 use super::RuleRef;
-use crate::compile::{BitSet, Tables};
+use crate::compile::{BitSet, RuleKind, Tables};
+use crate::decision::RuleId;
 use crate::policy::Policy;
 use crate::relation::Relation;
 
-/// One cell whose decision moved.
+/// What moved in a changed cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Moved {
+    /// The decision (`allow`, `confirm`, `deny`) differs, or the cell exists on one side only.
+    Decision,
+    /// The decision is the same; its stage, its conditions or what a forced name gets differ.
+    Reason,
+}
+
+impl Moved {
+    /// `decision` or `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Moved::Decision => "decision",
+            Moved::Reason => "reason",
+        }
+    }
+}
+
+/// One cell whose outcome moved.
 #[derive(Clone, Debug, Serialize)]
 pub struct CellChange {
+    /// Whether its decision moved, or only the reason for it.
+    pub moved: Moved,
     /// What the row stands for.
     pub kind: SubjectKind,
     /// Tool name, glob, or `*`.
@@ -42,6 +72,46 @@ pub struct CellChange {
     pub rule: Option<RuleRef>,
     /// The rule of the old version at the same stage.
     pub old_rule: Option<RuleRef>,
+    /// What the deciding rule says, on one line: its text (`enabled false`, `roles clerk`),
+    /// prefixed with its place for a matrix cell or a mode setting (`matrix standard, write ×
+    /// delete: allow`, `mode analyzer: restrict none`); the new version's rule, else the old
+    /// one's; `""` when neither text spells it out.
+    pub label: String,
+}
+
+/// The cells of one subject that one rule moved, summarized on one line for review:
+/// `` `tool x`: enabled false — 5 cells allow → deny ``.
+#[derive(Clone, Debug, Serialize)]
+pub struct CellGroup {
+    /// Whether the group's decisions moved, or only their reasons.
+    pub moved: Moved,
+    /// What the row stands for.
+    pub kind: SubjectKind,
+    /// Tool name, glob, or `*`.
+    pub name: String,
+    /// The deciding rule's one-line label ([`CellChange::label`]).
+    pub label: String,
+    /// The new version's deciding rule.
+    pub rule: Option<RuleRef>,
+    /// The old version's rule at the same stage.
+    pub old_rule: Option<RuleRef>,
+    /// How many cells the group holds.
+    pub count: usize,
+    /// The one-line summary (see the type docs).
+    pub summary: String,
+    /// The cells by transition, in the order they first appear.
+    pub transitions: Vec<Transition>,
+}
+
+/// The cells of a [`CellGroup`] that moved from one outcome to the same other outcome.
+#[derive(Clone, Debug, Serialize)]
+pub struct Transition {
+    /// The old outcome as one line ([`Outcome::to_text`]), `(no cell)` when there was none.
+    pub old: String,
+    /// The new outcome as one line, `(no cell)` when there is none.
+    pub new: String,
+    /// The cells, as `mode/intent` (`mode/*` without intents).
+    pub cells: Vec<String>,
 }
 
 /// A row present in one version only, or whose effect or `requires` changed.
@@ -81,8 +151,13 @@ pub struct PolicyDiff {
     pub settings: Vec<String>,
     /// Rows added, removed, or whose effect or `requires` changed.
     pub rows: Vec<RowChange>,
-    /// Every cell whose decision changed.
+    /// Every cell whose outcome changed: the decisions that moved first, then the reasons.
     pub cells: Vec<CellChange>,
+    /// The changed cells grouped by subject and deciding rule, decisions first (the order of
+    /// [`PolicyDiff::render`]).
+    pub groups: Vec<CellGroup>,
+    /// Tools, patterns and the blocks that apply to every tool whose argument rules changed.
+    pub rules: Vec<super::rule_changes::RuleChange>,
     /// Keywords, negators, `embedded` phrases and `except` entries added, as `intent lang
     /// "text"`, `negation before 3 "text"`, `embedded "text"`, `except "text"` or
     /// `except clause "text"`.
@@ -94,6 +169,10 @@ pub struct PolicyDiff {
     pub queries: Vec<QueryChange>,
     /// How many queries were classified.
     pub queries_checked: usize,
+    /// Recorded calls (from [`PolicyDiff::with_calls`]) whose verdict moved.
+    pub calls: Vec<super::replay::CallChange>,
+    /// How many recorded calls were replayed.
+    pub calls_checked: usize,
 }
 
 fn set_change(what: &str, old: &[String], new: &[String], out: &mut Vec<String>) {
@@ -406,6 +485,195 @@ fn deciding_rules(
     }
 }
 
+/// Whitespace runs as one space, cut to 80 characters (with `…`).
+fn one_line(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 80 {
+        let mut cut: String = flat.chars().take(79).collect();
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
+}
+
+/// The one-line label of `rule` (see [`CellChange::label`]).
+fn rule_label(p: &Policy, rule: RuleId) -> String {
+    let t = p.tables();
+    let text = one_line(p.rule_text(rule));
+    if text.is_empty() {
+        return text;
+    }
+    match t.rules.get(rule.0 as usize).map(|r| &r.kind) {
+        Some(RuleKind::Cell { matrix, intent }) => {
+            let ne = t.effects.len();
+            let i = *intent as usize;
+            let effect = t
+                .matrices
+                .get(*matrix as usize)
+                .and_then(|m| (0..ne).find(|&e| m.cell_rule.get(i * ne + e) == Some(&rule)));
+            format!(
+                "matrix {}, {} × {}: {text}",
+                t.matrix_names.get(*matrix as usize).map_or("?", |n| &**n),
+                t.intents.get(i).map_or("?", |n| &**n),
+                effect.and_then(|e| t.effects.get(e)).map_or("?", |n| &**n),
+            )
+        }
+        Some(RuleKind::Restrict | RuleKind::ModeConfirm) => {
+            match t
+                .modes
+                .iter()
+                .find(|m| m.rule_restrict == rule || m.rule_confirm == rule)
+            {
+                Some(m) => format!("mode {}: {text}", m.name),
+                None => text,
+            }
+        }
+        Some(RuleKind::NoMatrix) => format!("mode {text} (no matrix)"),
+        _ => text,
+    }
+}
+
+/// The subject as a summary names it: `` `tool x` ``, `` `pattern mcp__*` ``, `undeclared
+/// names`.
+fn subject(kind: SubjectKind, name: &str) -> String {
+    match kind {
+        SubjectKind::Unknown => "undeclared names".to_string(),
+        _ => format!("`{} {name}`", kind.as_str()),
+    }
+}
+
+fn cells_word(n: usize) -> &'static str {
+    if n == 1 {
+        "cell"
+    } else {
+        "cells"
+    }
+}
+
+/// What differs between two outcomes of the same decision, shortly: the stage (`deny at
+/// intent` → `deny at identity`), else the conditions (`if role clerk|lead` → `if role
+/// clerk`), else what a forced name gets (`forced: confirm` → `forced: deny`).
+fn reason_pair(a: &Outcome, b: &Outcome) -> (String, String) {
+    let stage = |o: &Outcome| match o.stage {
+        Some(s) => format!("{} at {s}", o.decision),
+        None => o.decision.to_string(),
+    };
+    let when = |o: &Outcome| {
+        let c = o.conditions.to_text();
+        if c.is_empty() {
+            "unconditionally".to_string()
+        } else {
+            format!("if {c}")
+        }
+    };
+    let forced = |o: &Outcome| {
+        o.forced
+            .map_or("forced: (not applicable)".to_string(), |f| {
+                format!("forced: {f}")
+            })
+    };
+    if a.stage != b.stage {
+        (stage(a), stage(b))
+    } else if a.conditions != b.conditions {
+        (when(a), when(b))
+    } else {
+        (forced(a), forced(b))
+    }
+}
+
+/// Groups `cells` (decisions first) by subject and deciding rule, with their summaries.
+fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
+    let show = |o: &Option<Outcome>| o.as_ref().map_or("(no cell)".to_string(), Outcome::to_text);
+    let word = |o: &Option<Outcome>| {
+        o.as_ref()
+            .map_or("(no cell)".to_string(), |o| o.decision.to_string())
+    };
+    let mut groups: Vec<CellGroup> = Vec::new();
+    // Per group, the summary's (old, new) pairs with their counts.
+    let mut pairs: Vec<Vec<((String, String), usize)>> = Vec::new();
+    fn location(r: &Option<RuleRef>) -> Option<&str> {
+        r.as_ref().map(|r| r.location.as_str())
+    }
+    // A group's key: what moved, the subject, the label and the rule's location on each side.
+    type Key<'c> = (
+        Moved,
+        SubjectKind,
+        &'c str,
+        &'c str,
+        Option<&'c str>,
+        Option<&'c str>,
+    );
+    let mut index: std::collections::HashMap<Key<'_>, usize> = std::collections::HashMap::new();
+    for c in cells {
+        let key: Key<'_> = (
+            c.moved,
+            c.kind,
+            &c.name,
+            &c.label,
+            location(&c.rule),
+            location(&c.old_rule),
+        );
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push(CellGroup {
+                moved: c.moved,
+                kind: c.kind,
+                name: c.name.clone(),
+                label: c.label.clone(),
+                rule: c.rule.clone(),
+                old_rule: c.old_rule.clone(),
+                count: 0,
+                summary: String::new(),
+                transitions: Vec::new(),
+            });
+            pairs.push(Vec::new());
+            groups.len() - 1
+        });
+        let g = &mut groups[i];
+        g.count += 1;
+        let (old, new) = (show(&c.old), show(&c.new));
+        let intent = if c.intent.is_empty() { "*" } else { &c.intent };
+        let cell = format!("{}/{intent}", c.mode);
+        match g
+            .transitions
+            .iter_mut()
+            .find(|t| t.old == old && t.new == new)
+        {
+            Some(t) => t.cells.push(cell),
+            None => g.transitions.push(Transition {
+                old: old.clone(),
+                new: new.clone(),
+                cells: vec![cell],
+            }),
+        }
+        let pair = match (c.moved, &c.old, &c.new) {
+            (Moved::Reason, Some(a), Some(b)) => reason_pair(a, b),
+            _ => (word(&c.old), word(&c.new)),
+        };
+        match pairs[i].iter_mut().find(|(p, _)| *p == pair) {
+            Some((_, n)) => *n += 1,
+            None => pairs[i].push((pair, 1)),
+        }
+    }
+    for (g, pairs) in groups.iter_mut().zip(pairs) {
+        let moves: Vec<String> = pairs
+            .iter()
+            .map(|((a, b), n)| format!("{n} {} {a} → {b}", cells_word(*n)))
+            .collect();
+        let label = if g.label.is_empty() {
+            "(no rule)"
+        } else {
+            &g.label
+        };
+        g.summary = format!(
+            "{}: {label} — {}",
+            subject(g.kind, &g.name),
+            moves.join(", ")
+        );
+    }
+    groups
+}
+
 impl PolicyDiff {
     /// Compares `old` with `new` over the whole decision space (see the module docs).
     /// Never fails: policies with different effects, intents, modes or tools still compare,
@@ -496,7 +764,20 @@ impl PolicyDiff {
                         x.map(|c| c.steps.as_slice()),
                         y.map(|c| c.steps.as_slice()),
                     );
+                    let moved = match (x, y) {
+                        (Some(x), Some(y)) if x.outcome.decision == y.outcome.decision => {
+                            Moved::Reason
+                        }
+                        _ => Moved::Decision,
+                    };
+                    let label = rn
+                        .map(|r| rule_label(new, r))
+                        .filter(|l| !l.is_empty())
+                        .or_else(|| ro.map(|r| rule_label(old, r)))
+                        .unwrap_or_default();
                     diff.cells.push(CellChange {
+                        moved,
+                        label,
                         kind: *kind,
                         name: name.clone(),
                         mode: mode.clone(),
@@ -509,6 +790,10 @@ impl PolicyDiff {
                 }
             }
         }
+        // Decisions first, reasons after; each in subject, mode and intent order.
+        diff.cells.sort_by_key(|c| c.moved);
+        diff.groups = group_cells(&diff.cells);
+        diff.rules = super::rule_changes::rule_changes(old, new);
         diff
     }
 
@@ -538,19 +823,80 @@ impl PolicyDiff {
         self
     }
 
+    /// Adds the recorded `calls` (from [`super::replay::parse_recording`]) whose verdict
+    /// moves between `old` and `new` (see [`super::replay`]).
+    pub fn with_calls(
+        mut self,
+        old: &Policy,
+        new: &Policy,
+        calls: &[(usize, super::replay::RecordedCall)],
+    ) -> PolicyDiff {
+        self.calls_checked += calls.len();
+        self.calls.extend(super::replay::replay(old, new, calls));
+        self
+    }
+
     /// Whether nothing moved.
     pub fn is_empty(&self) -> bool {
         self.settings.is_empty()
             && self.rows.is_empty()
             && self.cells.is_empty()
+            && self.rules.is_empty()
             && self.keywords_added.is_empty()
             && self.keywords_removed.is_empty()
             && self.queries.is_empty()
+            && self.calls.is_empty()
     }
 
-    /// The diff as human text, ending with a summary line (`N cells changed, ...`).
+    /// How many changed cells moved a decision, and how many only a reason.
+    pub fn moved_counts(&self) -> (usize, usize) {
+        let decisions = self
+            .cells
+            .iter()
+            .filter(|c| c.moved == Moved::Decision)
+            .count();
+        (decisions, self.cells.len() - decisions)
+    }
+
+    /// The diff as human text for review: the decisions that moved, then the reasons that
+    /// moved (one summary line per subject and rule, its cells under it), the declarations,
+    /// rows, argument rules, keywords, queries and recorded calls that changed, and a summary
+    /// line (`N cells changed: ...`).
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let (decisions, reasons) = self.moved_counts();
+        for (moved, count, title) in [
+            (Moved::Decision, decisions, "decisions moved"),
+            (
+                Moved::Reason,
+                reasons,
+                "reasons moved (same decision, another stage, rule or condition)",
+            ),
+        ] {
+            if count == 0 {
+                continue;
+            }
+            out.push_str(&format!("{title}: {count} {}\n", cells_word(count)));
+            for g in self.groups.iter().filter(|g| g.moved == moved) {
+                out.push_str(&format!("  {}\n", g.summary));
+                if let Some(r) = &g.rule {
+                    out.push_str(&format!("      by {}\n", r.one_line()));
+                }
+                if let Some(r) = &g.old_rule {
+                    if g.rule.as_ref().map(|n| n.line.trim()) != Some(r.line.trim()) {
+                        out.push_str(&format!("      was {}\n", r.one_line()));
+                    }
+                }
+                for t in &g.transitions {
+                    out.push_str(&format!(
+                        "      {}: {} → {}\n",
+                        t.cells.join(", "),
+                        t.old,
+                        t.new
+                    ));
+                }
+            }
+        }
         if !self.settings.is_empty() {
             out.push_str("declarations:\n");
             for s in &self.settings {
@@ -588,30 +934,10 @@ impl PolicyDiff {
                 ));
             }
         }
-        if !self.cells.is_empty() {
-            out.push_str("cells:\n");
-            for c in &self.cells {
-                let show = |o: &Option<Outcome>| {
-                    o.as_ref().map_or("(no cell)".to_string(), Outcome::to_text)
-                };
-                let intent = if c.intent.is_empty() { "*" } else { &c.intent };
-                out.push_str(&format!(
-                    "  ~ {} {}  mode {}  intent {}: {} -> {}\n",
-                    c.kind.as_str(),
-                    c.name,
-                    c.mode,
-                    intent,
-                    show(&c.old),
-                    show(&c.new)
-                ));
-                if let Some(r) = &c.rule {
-                    out.push_str(&format!("      by {}\n", r.one_line()));
-                }
-                if let Some(r) = &c.old_rule {
-                    if c.rule.as_ref().map(|n| n.line.trim()) != Some(r.line.trim()) {
-                        out.push_str(&format!("      was {}\n", r.one_line()));
-                    }
-                }
+        if !self.rules.is_empty() {
+            out.push_str("argument rules:\n");
+            for r in &self.rules {
+                out.push_str(&r.render());
             }
         }
         if !self.keywords_added.is_empty() || !self.keywords_removed.is_empty() {
@@ -639,21 +965,47 @@ impl PolicyDiff {
                 ));
             }
         }
+        if !self.calls.is_empty() {
+            out.push_str("calls:\n");
+            for c in &self.calls {
+                out.push_str(&c.render());
+            }
+        }
+        let plural = |n: usize, one: &'static str, many: &'static str| {
+            if n == 1 {
+                one
+            } else {
+                many
+            }
+        };
         out.push_str(&format!(
-            "{} cell{} changed, {} row{} added/removed/changed, {} declaration{} changed, {} keyword{} added, {} removed, {} of {} quer{} reclassified\n",
+            "{} {} changed: {decisions} decision{} moved, {reasons} reason{} moved; {} row{} added/removed/changed, {} declaration{} changed, {} argument-rule change{}, {} keyword{} added, {} removed, {} of {} quer{} reclassified",
             self.cells.len(),
-            if self.cells.len() == 1 { "" } else { "s" },
+            cells_word(self.cells.len()),
+            plural(decisions, "", "s"),
+            plural(reasons, "", "s"),
             self.rows.len(),
-            if self.rows.len() == 1 { "" } else { "s" },
+            plural(self.rows.len(), "", "s"),
             self.settings.len(),
-            if self.settings.len() == 1 { "" } else { "s" },
+            plural(self.settings.len(), "", "s"),
+            self.rules.len(),
+            plural(self.rules.len(), "", "s"),
             self.keywords_added.len(),
-            if self.keywords_added.len() == 1 { "" } else { "s" },
+            plural(self.keywords_added.len(), "", "s"),
             self.keywords_removed.len(),
             self.queries.len(),
             self.queries_checked,
-            if self.queries_checked == 1 { "y" } else { "ies" },
+            plural(self.queries_checked, "y", "ies"),
         ));
+        if self.calls_checked > 0 {
+            out.push_str(&format!(
+                ", {} of {} call{} moved",
+                self.calls.len(),
+                self.calls_checked,
+                plural(self.calls_checked, "", "s")
+            ));
+        }
+        out.push('\n');
         out
     }
 }

@@ -6,14 +6,18 @@
 //! The decision space is finite: declared tools and patterns × intents × modes, and the request
 //! conditions (connector, tenant, roles, permissions) stages 2–5 read. The table and the diff
 //! are computed symbolically over that space from the compiled tables, not by sampling requests.
+//! Argument rules are compared as text ([`rule_changes`]); what they do to real calls is seen
+//! by replaying recorded calls against both versions ([`replay`]).
 
 pub mod diff;
 pub mod explain;
 pub mod graph;
+pub mod replay;
+pub mod rule_changes;
 pub mod table;
 pub mod testrun;
 
-pub use diff::PolicyDiff;
+pub use diff::{CellGroup, Moved, PolicyDiff};
 pub use explain::{RuleCheck, Trace, TraceStep};
 pub use table::{Table, TableFormat};
 

@@ -24,6 +24,7 @@
 //! | `tools.rs` | `tool`, `match`; that each has an effect |
 //! | `attrs.rs` | the attributes of a `tool`, a `match` or `defaults` |
 //! | `rules.rs` | `context`; the argument rules of `tool`, `match`, `defaults` and `rules` |
+//! | `rule_lint.rs` | argument rules that can never fire, `confirm` rules a `deny` rule overrides |
 //! | `patterns.rs` | patterns that can never match, catch-all patterns |
 //! | `invisible.rs` | invisible characters in strings and comments (on the source text) |
 //!
@@ -49,6 +50,7 @@ mod modes;
 mod names;
 mod patterns;
 mod roles;
+mod rule_lint;
 mod rules;
 mod shown;
 mod suggest;

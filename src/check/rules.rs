@@ -25,19 +25,24 @@ impl Checker {
         }
     }
 
-    /// Compiles `rules` against the declared `context` sets; every mistake is reported and
-    /// the rules that compile are returned in source order.
+    /// Compiles `rules` (one body's) against the declared `context` sets; every mistake is
+    /// reported, the rules that compile are checked for the warnings of `rule_lint.rs`, and
+    /// returned in source order.
     pub(super) fn resolve_rules(&mut self, rules: &[RuleDecl]) -> Vec<RuleModel> {
         let mut out = Vec::with_capacity(rules.len());
+        let mut compiled: Vec<&RuleDecl> = Vec::with_capacity(rules.len());
         for rule in rules {
             let resolve = |name: &str| self.context_ix.get(name).map(|&i| ContextId(i));
             match CompiledCondition::compile(&rule.condition, &resolve) {
-                Ok(condition) => out.push(RuleModel {
-                    outcome: rule.outcome,
-                    condition,
-                    text: rule.to_string().into(),
-                    span: rule.span,
-                }),
+                Ok(condition) => {
+                    compiled.push(rule);
+                    out.push(RuleModel {
+                        outcome: rule.outcome,
+                        condition,
+                        text: rule.to_string().into(),
+                        span: rule.span,
+                    });
+                }
                 Err(errors) => {
                     for e in errors {
                         let d = self.condition_diagnostic(&e);
@@ -46,6 +51,7 @@ impl Checker {
                 }
             }
         }
+        self.lint_rules(&compiled);
         out
     }
 

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use toolwarden::analysis::replay::parse_recording;
 use toolwarden::analysis::testrun::{find_test_files, run_file, FileReport};
 use toolwarden::analysis::{PolicyDiff, Table, TableFormat};
 
@@ -161,23 +162,51 @@ fn read_queries(path: &Path) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-/// `toolwarden diff OLD NEW [--queries FILE] [--fail-on-change] [--json]`.
+/// What `diff` reads besides the two policies.
+pub(crate) struct DiffInputs<'a> {
+    /// `--queries FILE`.
+    pub queries: Option<&'a Path>,
+    /// `--calls FILE.jsonl`.
+    pub calls: Option<&'a Path>,
+}
+
+/// `toolwarden diff OLD NEW [--queries FILE] [--calls FILE] [--fail-on-change] [--json]`:
+/// exit 1 with `--fail-on-change` when anything moved, 2 on an error (a policy that does not
+/// load, an unreadable file, a malformed recorded call, named by its line).
 pub(crate) fn diff(
     old: &Path,
     new: &Path,
-    queries: Option<&Path>,
+    inputs: &DiffInputs<'_>,
     fail_on_change: bool,
     json: bool,
 ) -> CmdResult {
     let (a, b) = (load_policy(old)?, load_policy(new)?);
+    // Every input is read before anything is computed: a malformed line changes nothing.
+    let queries = inputs.queries.map(read_queries).transpose()?;
+    let calls = match inputs.calls {
+        None => None,
+        Some(path) => {
+            let text = toolwarden::limits::read_text(path, toolwarden::limits::MAX_DATA_BYTES)
+                .map_err(|e| format!("cannot read calls file `{}`: {e}", path.display()))?;
+            Some(
+                parse_recording(&text)
+                    .map_err(|e| format!("calls file `{}`, {e}", path.display()))?,
+            )
+        }
+    };
     let mut d = PolicyDiff::compute(&a, &b);
-    if let Some(q) = queries {
-        let qs = read_queries(q)?;
+    if let Some(qs) = &queries {
         d = d.with_queries(&a, &b, qs.iter().map(String::as_str));
+    }
+    if let Some(calls) = &calls {
+        d = d.with_calls(&a, &b, calls);
     }
     if json {
         let mut v = serde_json::to_value(&d).map_err(|e| e.to_string())?;
+        let (decisions, reasons) = d.moved_counts();
         v["changed"] = json!(!d.is_empty());
+        v["decisions_moved"] = json!(decisions);
+        v["reasons_moved"] = json!(reasons);
         println!("{}", pretty(&v));
     } else {
         print!("{}", d.render());

@@ -183,7 +183,12 @@ enum Command {
         /// Queries to reclassify: one a line, or JSON Lines with a "text" field.
         #[arg(long)]
         queries: Option<PathBuf>,
-        /// Exit 1 when anything changed.
+        /// Recorded calls to replay against both versions: JSON Lines of `{"tool", "args",
+        /// "mode", "roles", "permissions", "tenant", "connectors", "forced", "query" or
+        /// "intent", "context"}`; every call whose verdict moves is reported.
+        #[arg(long, value_name = "FILE.jsonl")]
+        calls: Option<PathBuf>,
+        /// Exit 1 when anything changed (0 otherwise; 2 on an error).
         #[arg(long)]
         fail_on_change: bool,
         /// Print the diff as JSON.
@@ -464,9 +469,19 @@ pub fn run() -> i32 {
             old,
             new,
             queries,
+            calls,
             fail_on_change,
             json,
-        } => analysis::diff(&old, &new, queries.as_deref(), fail_on_change, json),
+        } => analysis::diff(
+            &old,
+            &new,
+            &analysis::DiffInputs {
+                queries: queries.as_deref(),
+                calls: calls.as_deref(),
+            },
+            fail_on_change,
+            json,
+        ),
         Command::Explain {
             req,
             tool,

@@ -1,0 +1,108 @@
+//! The argument-rule warnings are sound: on the fixture that shows them, no call fires a rule
+//! the checker says can never fire, and every call that fires a `confirm` rule it calls
+//! redundant fires the `deny` rule it names too (so the deny decides). Judged by `check_call`
+//! itself over argument values of every shape the fail-closed semantics distinguish.
+
+use serde_json::{json, Value};
+use toolwarden::{Policy, Request, Turn};
+
+const FIXTURE: &str = "tests/fixtures/check/rule_warnings.warden";
+
+/// Values an argument may take: absent (`None`), `null`, numbers around the thresholds, a
+/// numeric string, an array, an object, a name in and out of the contacts.
+fn values() -> Vec<Option<Value>> {
+    vec![
+        None,
+        Some(Value::Null),
+        Some(json!(50)),
+        Some(json!(150)),
+        Some(json!(600)),
+        Some(json!(999.5)),
+        Some(json!(1000)),
+        Some(json!(-1)),
+        Some(json!("600")),
+        Some(json!([600])),
+        Some(json!({"v": 1})),
+        Some(json!("bob")),
+        Some(json!("eve")),
+    ]
+}
+
+/// A tool, the arguments looked at, the rules that never fire, and the pairs (redundant
+/// confirm, the deny that overrides it), each rule by `file:line:col`.
+type Case = (
+    &'static str,
+    [&'static str; 3],
+    Vec<String>,
+    Vec<(String, String)>,
+);
+
+#[test]
+fn warned_rules_behave_as_the_warnings_say_on_every_call() {
+    let policy = Policy::from_file(FIXTURE).expect("warnings only: the fixture loads");
+    let at = |line: u32| format!("{FIXTURE}:{line}:3");
+    let cases: [Case; 2] = [
+        (
+            "send_money",
+            ["amount", "recipient", "memo"],
+            vec![at(9), at(30)],
+            vec![(at(12), at(11)), (at(14), at(15))],
+        ),
+        (
+            "transfer",
+            ["amount", "note", "iban"],
+            vec![at(30)],
+            vec![(at(20), at(21))],
+        ),
+    ];
+    let mut calls = 0;
+    let mut confirms_fired = std::collections::BTreeMap::<String, usize>::new();
+    for (tool, names, never, redundant) in &cases {
+        for a in values() {
+            for b in values() {
+                for c in values() {
+                    let mut args = serde_json::Map::new();
+                    for (name, v) in names.iter().zip([&a, &b, &c]) {
+                        if let Some(v) = v {
+                            args.insert((*name).to_string(), v.clone());
+                        }
+                    }
+                    for contacts in [None, Some(vec!["bob"])] {
+                        let mut request = Request::new("m");
+                        if let Some(set) = &contacts {
+                            request = request.context("contacts", set.clone());
+                        }
+                        let verdict = policy
+                            .check_call(
+                                &request,
+                                &policy.fallback_intent(),
+                                &mut Turn::new(),
+                                tool,
+                                &Value::Object(args.clone()),
+                            )
+                            .expect("a declared mode and context set");
+                        calls += 1;
+                        let fired: Vec<&str> =
+                            verdict.rules.iter().map(|r| r.source.as_str()).collect();
+                        for rule in never {
+                            assert!(!fired.contains(&rule.as_str()), "{tool} {args:?}: {rule}");
+                        }
+                        for (confirm, deny) in redundant {
+                            if fired.contains(&confirm.as_str()) {
+                                *confirms_fired.entry(confirm.clone()).or_default() += 1;
+                                assert!(
+                                    fired.contains(&deny.as_str()),
+                                    "{tool} {args:?} {contacts:?}: {confirm} fired without {deny}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 2 * 13 * 13 * 13 * 2);
+    // Every redundant confirm fired on some calls: the check above is not vacuous.
+    let fired: Vec<&str> = confirms_fired.keys().map(String::as_str).collect();
+    assert_eq!(fired, [at(12), at(14), at(20)]);
+}
