@@ -3,13 +3,14 @@
 //! lexicon, and N tools with mixed effects, permissions and `mcp__<server>__` names (see
 //! `benches/support/gen.rs`).
 //!
-//! Run: `cargo bench --bench evaluator` (one group: `cargo bench --bench evaluator -- evaluate/`).
+//! Run: `cargo bench --bench evaluator` (one group: `cargo bench --bench evaluator -- evaluate/`;
+//! stage `flow` with and without a session: `-- flow/`).
 //! docs/performance.md records the figures.
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use toolwarden::{Intent, ToolSet, Turn};
+use toolwarden::{Intent, Session, ToolSet, Turn};
 
 #[path = "support/gen.rs"]
 mod gen;
@@ -88,6 +89,74 @@ fn bench_evaluate(c: &mut Criterion) {
     group.finish();
 }
 
+/// The flow labels and `after` blocks the `flow` group adds to the generated policy.
+const FLOW: &str = "labels untrusted, private\n\
+after untrusted { confirm write, export  deny execute }\n\
+after untrusted, private { deny export }\n\
+mode supervised2 { matrix standard  after private { deny delete } }\n";
+
+/// Stage `flow`: the same call and the same offer on one policy with labels and `after`
+/// blocks, without a session and within one holding `untrusted` (the cost of a session is one
+/// mask lookup per decision).
+fn bench_flow(c: &mut Criterion) {
+    let mut group = c.benchmark_group("flow");
+    let text = format!("{}{FLOW}", gen::policy_text(180));
+    let path = format!("{REPO}/policies/bench.warden");
+    let policy = match toolwarden::Policy::parse(&text, &path) {
+        Ok(p) => p,
+        Err(e) => panic!("the flow bench policy must load: {e}"),
+    };
+    let names: Vec<String> = policy.tools().map(str::to_string).collect();
+    let request = gen::request();
+    let intent = Intent::named("write");
+    let session = match Session::with_labels(&policy, &["untrusted"], "bench") {
+        Ok(s) => s,
+        Err(e) => panic!("the bench session must bind: {e}"),
+    };
+    let args = serde_json::json!({"business_id": "b-42", "amount": 120.5, "lines": [{"sku": "A-1", "qty": 2}]});
+    group.bench_function("check_call/without_session", |b| {
+        b.iter(|| {
+            let mut turn = Turn::new();
+            policy.check_call_strict(
+                &request,
+                &intent,
+                &mut turn,
+                black_box("tool_1"),
+                &args,
+                None,
+            )
+        })
+    });
+    let mut s = session.clone();
+    group.bench_function("check_call/with_session", |b| {
+        b.iter(|| {
+            s.next_turn();
+            policy.check_call_session(&request, &intent, &mut s, black_box("tool_1"), &args)
+        })
+    });
+    group.throughput(Throughput::Elements(names.len() as u64));
+    group.bench_function("offer_all/without_session", |b| {
+        b.iter(|| {
+            policy
+                .offer(&request, &intent, names.iter().map(String::as_str))
+                .map(|o| o.entries().len())
+        })
+    });
+    group.bench_function("offer_all/with_session", |b| {
+        b.iter(|| {
+            policy
+                .offer_session(
+                    &request,
+                    &intent,
+                    black_box(&session),
+                    names.iter().map(String::as_str),
+                )
+                .map(|o| o.entries().len())
+        })
+    });
+    group.finish();
+}
+
 /// Queries: short and about 200 bytes, in English, Spanish, Portuguese and Persian.
 const QUERIES: [(&str, &str); 8] = [
     ("en_short", "delete invoice 7"),
@@ -111,5 +180,11 @@ fn bench_classify(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_compile, bench_evaluate, bench_classify);
+criterion_group!(
+    benches,
+    bench_compile,
+    bench_evaluate,
+    bench_flow,
+    bench_classify
+);
 criterion_main!(benches);

@@ -33,7 +33,8 @@ impl std::fmt::Display for Decision {
 }
 
 /// The evaluation stages, in the order they run (DESIGN.md, "Semantics of offer" and
-/// "Semantics of check_call"). Stages 1–7 decide visibility; 8–12 only run for a call.
+/// "Semantics of check_call"). Stages 1–7 decide visibility (and `flow`, with a session);
+/// 8–13 only run for a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -59,15 +60,18 @@ pub enum Stage {
     /// 10: no argument rule (`deny when ...`, `confirm when ...`) denies the call; a fired
     /// `confirm` rule makes it need confirmation.
     Arguments,
-    /// 11: a call that needs confirmation carries a literal `true` confirmation.
+    /// 11: no `after` block whose labels are all on the session denies the call; one that
+    /// makes it `confirm` makes it need confirmation (only with a session).
+    Flow,
+    /// 12: a call that needs confirmation carries a literal `true` confirmation.
     Confirmation,
-    /// 12: the turn has not used up its transactional calls.
+    /// 13: the turn has not used up its transactional calls.
     TurnLimit,
 }
 
 impl Stage {
     /// Every stage in evaluation order.
-    pub const ALL: [Stage; 12] = [
+    pub const ALL: [Stage; 13] = [
         Stage::Identity,
         Stage::Connector,
         Stage::Tenant,
@@ -78,6 +82,7 @@ impl Stage {
         Stage::TenantArg,
         Stage::Requires,
         Stage::Arguments,
+        Stage::Flow,
         Stage::Confirmation,
         Stage::TurnLimit,
     ];
@@ -96,12 +101,13 @@ impl Stage {
             Stage::TenantArg => "tenant_arg",
             Stage::Requires => "requires",
             Stage::Arguments => "arguments",
+            Stage::Flow => "flow",
             Stage::Confirmation => "confirmation",
             Stage::TurnLimit => "turn_limit",
         }
     }
 
-    /// The stage's number, 1 to 12.
+    /// The stage's number, 1 to 13.
     pub fn number(self) -> u8 {
         self as u8 + 1
     }

@@ -110,6 +110,16 @@ fn attr_text(a: &ToolAttr) -> String {
         ToolAttr::Requires { names: n, .. } => format!("requires {}", names(n, ", ")),
         ToolAttr::ConfirmAlways { .. } => "confirm always".to_string(),
         ToolAttr::Enabled { value, .. } => format!("enabled {value}"),
+        ToolAttr::Taints { names: n, .. } => format!("taints {}", names(n, ", ")),
+    }
+}
+
+/// The canonical text of one line of an `after` block.
+fn after_item_text(item: &AfterItem) -> String {
+    match item {
+        AfterItem::Confirm { effects, .. } => format!("confirm {}", names(effects, ", ")),
+        AfterItem::Deny { effects, .. } => format!("deny {}", names(effects, ", ")),
+        AfterItem::Rule(r) => r.to_string(),
     }
 }
 
@@ -124,14 +134,28 @@ fn body_items(attrs: &[ToolAttr], rules: &[RuleDecl]) -> Vec<(String, Span)> {
     items
 }
 
+/// The one-line text of a mode item (an `after` block on one line, as
+/// [`Formatter::after_block`] writes one without rules or comments).
 fn mode_item_text(m: &ModeItem) -> (String, Span) {
     match m {
+        ModeItem::After(a) => (after_line(a), a.span),
         ModeItem::Matrix { name: n, span } => (format!("matrix {}", name(n)), *span),
         ModeItem::Restrict { effects, span } => {
             (format!("restrict {}", names(effects, ", ")), *span)
         }
         ModeItem::Confirm { effects, span } => (format!("confirm {}", names(effects, ", ")), *span),
     }
+}
+
+/// An `after` block on one line: `after untrusted, private { deny export }`.
+fn after_line(a: &AfterDecl) -> String {
+    let head = format!("after {}", names(&a.labels, ", "));
+    let head = head.trim_end();
+    if a.items.is_empty() {
+        return format!("{head} {{ }}");
+    }
+    let body: Vec<String> = a.items.iter().map(after_item_text).collect();
+    format!("{head} {{ {} }}", body.join("  "))
 }
 
 fn group_text(g: &LangGroup) -> String {
@@ -234,6 +258,8 @@ impl Formatter<'_> {
                     .map(|(text, _)| text)
                     .collect(),
             }),
+            // A mode with an `after` block is written one item a line.
+            Decl::Mode(m) if m.items.iter().any(|i| matches!(i, ModeItem::After(_))) => None,
             Decl::Mode(m) => Some(Row {
                 head: "mode".into(),
                 name: name(&m.name),
@@ -400,6 +426,10 @@ impl Formatter<'_> {
                     m.name.span.end as usize,
                 );
                 for item in &m.items {
+                    if let ModeItem::After(a) = item {
+                        self.after_block(2, a);
+                        continue;
+                    }
                     let (text, s) = mode_item_text(item);
                     self.push(2, text, s.start as usize, s.end as usize);
                 }
@@ -522,6 +552,10 @@ impl Formatter<'_> {
                 let head = if p.clause { "except clause" } else { "except" };
                 self.phrases(head, p, start, end)
             }
+            Decl::Labels { names: n, .. } => {
+                self.push(0, format!("labels {}", names(n, ", ")), start, end)
+            }
+            Decl::After(a) => self.after_block(0, a),
             Decl::TrustAnnotations { tighten, .. } => self.push(
                 0,
                 format!(
@@ -560,6 +594,40 @@ impl Formatter<'_> {
             self.push(2, text, s.start as usize, s.end as usize);
         }
         self.closer(span);
+    }
+
+    /// An `after` block at `indent`: on one line when it holds no argument rule and no
+    /// comment, otherwise one line per item (indented two more) and `}` on its own line.
+    fn after_block(&mut self, indent: usize, a: &AfterDecl) {
+        let (start, end) = (a.span.start as usize, a.span.end as usize);
+        let has_rule = a.items.iter().any(|i| matches!(i, AfterItem::Rule(_)));
+        if !has_rule && !self.has_comment_in(start, end) {
+            self.push(indent, after_line(a), start, end);
+            return;
+        }
+        let head = format!("after {}", names(&a.labels, ", "));
+        let open_end = a.items.first().map_or(start, |i| i.span().start as usize);
+        let mut open = Line::new(
+            indent,
+            format!("{} {{", head.trim_end()),
+            start,
+            open_end.saturating_sub(1).max(start),
+        );
+        open.opener = true;
+        self.lines.push(open);
+        for item in &a.items {
+            let s = item.span();
+            self.push(
+                indent + 2,
+                after_item_text(item),
+                s.start as usize,
+                s.end as usize,
+            );
+        }
+        let mut close = Line::new(indent, "}".to_string(), end.saturating_sub(1), end);
+        close.closer = true;
+        close.comment_indent = indent + 2;
+        self.lines.push(close);
     }
 
     /// An `embedded` or `except` block (`head`): on one line when written on one line without

@@ -59,6 +59,8 @@
 //! - classification: [`Intent`], [`Hit`], [`normalize`] and its [`Normalized`] text;
 //! - decisions: [`Offer`], [`ToolDecision`], [`ToolMatch`], [`Verdict`], [`Decision`],
 //!   [`Stage`], [`RuleId`], [`PendingCall`], [`Turn`], [`canonical_json_text`];
+//! - flow labels: [`Session`] (labels with their [`LabelSource`], turn, pending call),
+//!   [`SessionError`], [`SESSION_FORMAT`];
 //! - diagnostics: [`Diagnostic`], [`Severity`], [`Location`], [`PolicyError`], [`Sources`],
 //!   [`render_all`];
 //! - tool sets and MCP tool schemas: [`ToolSet`], [`schema_name`], [`SchemaDecision`],
@@ -145,7 +147,10 @@ pub use decision::{
     Decision, FiredRule, Offer, PendingCall, RuleId, Stage, ToolDecision, ToolMatch, Turn, Verdict,
 };
 pub use diagnostic::{render_all, Diagnostic, Location, PolicyError, Severity, Sources};
-pub use eval::{canonical_json_text, BoundRequest, Request, RequestError};
+pub use eval::{
+    canonical_json_text, BoundRequest, LabelSource, Request, RequestError, Session, SessionError,
+    SESSION_FORMAT,
+};
 pub use policy::Policy;
 pub use schemas::{schema_name, SchemaDecision, SchemaError};
 pub use toolset::ToolSet;

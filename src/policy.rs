@@ -132,6 +132,25 @@ impl Policy {
         self.tables().modes.iter().map(|m| &*m.name)
     }
 
+    /// Declared flow labels (`labels`), in declaration order.
+    pub fn labels(&self) -> impl Iterator<Item = &str> {
+        self.tables().labels.iter().map(|s| &**s)
+    }
+
+    /// The labels a call of `tool` puts on a session (its `taints`, or those of the pattern or
+    /// `defaults` it resolves to), in declaration order; empty for a tool the policy does not
+    /// know.
+    pub fn taints(&self, tool: &str) -> Vec<&str> {
+        let mask = self.resolve_tool(tool).1.map_or(0, |r| r.taints);
+        self.tables()
+            .labels
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1u8 << i) != 0)
+            .map(|(_, l)| &**l)
+            .collect()
+    }
+
     /// Declared tool names, in declaration order.
     pub fn tools(&self) -> impl Iterator<Item = &str> {
         self.tables().tools.iter().map(|(n, _)| &**n)

@@ -35,6 +35,9 @@ fn public_types_are_send_and_sync() {
     send_sync::<toolwarden::RuleId>();
     send_sync::<toolwarden::PendingCall>();
     send_sync::<toolwarden::Turn>();
+    send_sync::<toolwarden::Session>();
+    send_sync::<toolwarden::LabelSource>();
+    send_sync::<toolwarden::SessionError>();
     // Diagnostics.
     send_sync::<toolwarden::Diagnostic>();
     send_sync::<toolwarden::Severity>();
@@ -96,6 +99,9 @@ fn decision_types_are_unwind_safe() {
     unwind_safe::<toolwarden::RuleId>();
     unwind_safe::<toolwarden::PendingCall>();
     unwind_safe::<toolwarden::Turn>();
+    unwind_safe::<toolwarden::Session>();
+    unwind_safe::<toolwarden::LabelSource>();
+    unwind_safe::<toolwarden::SessionError>();
     unwind_safe::<toolwarden::Diagnostic>();
     unwind_safe::<toolwarden::Severity>();
     unwind_safe::<toolwarden::Location>();

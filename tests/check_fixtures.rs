@@ -93,6 +93,17 @@ fn each_fixture_reports_the_expected_codes() {
         ("duplicate_matrix", &["duplicate"]),
         ("duplicate_mode", &["duplicate"]),
         ("duplicate_tool", &["duplicate"]),
+        (
+            "flow_errors",
+            &[
+                "undefined-label",
+                "duplicate",
+                "too-many-labels",
+                "undefined-label",
+                "empty-after",
+                "undefined-effect",
+            ],
+        ),
         ("implies_cycle", &["cycle"]),
         ("include_cycle", &["include-cycle"]),
         ("include_unreadable", &["include-unreadable"]),

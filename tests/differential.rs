@@ -24,6 +24,7 @@ fn error_kind(e: &RequestError) -> &'static str {
         RequestError::UnknownTier { .. } => "unknown_tier",
         RequestError::UnknownIntent { .. } => "unknown_intent",
         RequestError::UnknownContext { .. } => "unknown_context",
+        RequestError::Session(_) => "session",
     }
 }
 

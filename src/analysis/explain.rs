@@ -10,9 +10,9 @@ use serde::Serialize;
 use super::RuleRef;
 use crate::classify::Intent;
 use crate::decision::{Decision, FiredRule, RuleId, Stage, ToolMatch};
-use crate::eval::{Request, RequestError};
+use crate::eval::{Request, RequestError, SessionError};
 use crate::policy::Policy;
-use crate::syntax::ast::Span;
+use crate::syntax::ast::{RuleOutcome, Span};
 
 /// What one stage did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -22,7 +22,8 @@ pub enum StepResult {
     Pass,
     /// The stage denied the tool; later stages were not reached.
     Fail,
-    /// The stage asks for confirmation (only [`Stage::Confirmation`]).
+    /// The stage asks for confirmation ([`Stage::Confirmation`], or [`Stage::Flow`] with
+    /// labels).
     Confirm,
     /// The stage did not run: an earlier stage failed.
     Skip,
@@ -71,7 +72,8 @@ pub struct Trace {
     pub matched: String,
     /// The tool's effect, when the name resolved to one.
     pub effect: Option<String>,
-    /// Every stage in evaluation order, then [`Stage::Confirmation`].
+    /// Every stage in evaluation order, then [`Stage::Flow`] (only with labels, see
+    /// [`Policy::explain_labels`]) and [`Stage::Confirmation`].
     pub steps: Vec<TraceStep>,
     /// The final decision.
     pub decision: Decision,
@@ -102,7 +104,7 @@ impl Trace {
             intents
         ));
         for step in &self.steps {
-            let number = if step.stage == Stage::Confirmation {
+            let number = if matches!(step.stage, Stage::Confirmation | Stage::Flow) {
                 "-".to_string()
             } else {
                 step.stage.number().to_string()
@@ -334,6 +336,53 @@ impl Policy {
         intent: &Intent,
         tool: &str,
     ) -> Result<Trace, RequestError> {
+        self.explain_inner(request, intent, tool, None)
+    }
+
+    /// [`Policy::explain`] for a session holding the flow labels `labels`: the trace has a
+    /// stage `flow` before confirmation, which shows the `after` blocks that apply and what
+    /// they do to the tool's effect. The final decision equals that of
+    /// [`Policy::offer_session`] for a session with these labels.
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::explain`], and [`RequestError::Session`] for a label the policy does not
+    /// declare.
+    pub fn explain_labels(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tool: &str,
+        labels: &[&str],
+    ) -> Result<Trace, RequestError> {
+        let declared = &self.tables().labels;
+        let mut mask = 0u8;
+        for l in labels {
+            match declared.iter().position(|d| **d == **l) {
+                Some(i) => mask |= 1u8 << i,
+                None => {
+                    return Err(RequestError::Session(SessionError::UndeclaredLabel {
+                        label: l.to_string(),
+                        known: if declared.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names(declared, 0..declared.len())
+                        },
+                    }))
+                }
+            }
+        }
+        self.explain_inner(request, intent, tool, Some(mask))
+    }
+
+    /// The trace, with a `flow` step for the label mask `labels` when given.
+    fn explain_inner(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        tool: &str,
+        labels: Option<u8>,
+    ) -> Result<Trace, RequestError> {
         let b = self.bind(request, intent)?;
         let t = self.tables();
         let rr = |rule: RuleId| RuleRef::of(self, rule).into_iter().collect::<Vec<_>>();
@@ -464,6 +513,7 @@ impl Policy {
             rule_requires: t.rule_unknown,
             server: crate::compile::NO_SERVER,
             arg_rules: 0..0,
+            taints: 0,
         });
 
         // 2. connector
@@ -662,6 +712,52 @@ impl Policy {
             }
         }
 
+        // Flow, with labels: the `after` blocks that apply.
+        let mut flow_confirm = None;
+        if let Some(labels) = labels {
+            let applying: Vec<String> = t
+                .afters
+                .iter()
+                .filter(|a| a.applies(b.mode, labels))
+                .map(|a| format!("`{}`", self.after_head(a.labels)))
+                .collect();
+            let masks = t.flow_masks(b.mode, labels);
+            if trace.decision == Decision::Deny {
+                push(&mut trace, Stage::Flow, None, String::new(), Vec::new());
+            } else if labels != 0 && masks.deny & bit != 0 {
+                let rule = self.flow_rule(b.mode, labels, bit, RuleOutcome::Deny);
+                let head = self.after_head(self.after_of(rule));
+                push(
+                    &mut trace,
+                    Stage::Flow,
+                    Some(false),
+                    format!("`{head}` denies effect `{effect}`"),
+                    rr(rule),
+                );
+            } else if labels != 0 && masks.confirm & bit != 0 {
+                let rule = self.flow_rule(b.mode, labels, bit, RuleOutcome::Confirm);
+                let head = self.after_head(self.after_of(rule));
+                flow_confirm = Some(rule);
+                trace.steps.push(TraceStep {
+                    stage: Stage::Flow,
+                    result: StepResult::Confirm,
+                    detail: format!("`{head}` confirms effect `{effect}`"),
+                    rules: rr(rule),
+                    grants: Vec::new(),
+                });
+            } else {
+                let detail = if applying.is_empty() {
+                    "no `after` block applies to these labels".to_string()
+                } else {
+                    format!(
+                        "{} neither deny nor confirm effect `{effect}`",
+                        applying.join(", ")
+                    )
+                };
+                push(&mut trace, Stage::Flow, Some(true), detail, Vec::new());
+            }
+        }
+
         // Confirmation.
         if trace.decision == Decision::Deny {
             push(
@@ -703,6 +799,10 @@ impl Policy {
                 trace.stage = Some(Stage::Confirmation);
                 StepResult::Confirm
             } else {
+                if flow_confirm.is_some() {
+                    trace.decision = Decision::Confirm;
+                    trace.stage = Some(Stage::Flow);
+                }
                 StepResult::Pass
             };
             trace.steps.push(TraceStep {

@@ -1,5 +1,5 @@
 //! Tool attributes: the `effect`, `permissions`, `roles`, `tenant required`, `requires`,
-//! `confirm always` and `enabled` of a `tool`, a `match` pattern or `defaults`, each resolved
+//! `confirm always`, `enabled` and `taints` of a `tool`, a `match` pattern or `defaults`, each resolved
 //! into the [`AttrModel`].
 //!
 //! A new attribute is a field of [`AttrModel`] (model.rs, with its line in [`AttrModel::or`]
@@ -58,6 +58,10 @@ impl Checker {
             }
             ToolAttr::ConfirmAlways { span } => out.confirm_always = Some(*span),
             ToolAttr::Enabled { value, span } => out.enabled = Some((*value, *span)),
+            ToolAttr::Taints { names, span } => {
+                let ids = names.iter().filter_map(|n| self.label(n)).collect();
+                out.taints = Some((ids, *span));
+            }
         }
     }
 }

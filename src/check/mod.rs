@@ -25,6 +25,7 @@
 //! | `attrs.rs` | the attributes of a `tool`, a `match` or `defaults` |
 //! | `rules.rs` | `context`; the argument rules of `tool`, `match`, `defaults` and `rules` |
 //! | `rule_lint.rs` | argument rules that can never fire, `confirm` rules a `deny` rule overrides |
+//! | `flow.rs` | `labels`, `taints`, `after` blocks (top level and in a `mode`) |
 //! | `patterns.rs` | patterns that can never match, catch-all patterns |
 //! | `invisible.rs` | invisible characters in strings and comments (on the source text) |
 //!
@@ -41,6 +42,7 @@ mod attrs;
 mod connectors;
 mod context;
 mod defaults;
+mod flow;
 mod header;
 mod invisible;
 mod lexicon;
@@ -59,8 +61,8 @@ mod tools;
 pub(crate) use invisible::invisible_characters;
 pub use model::Cell;
 pub(crate) use model::{
-    AttrModel, KeywordRule, MatrixModel, ModeModel, Model, NegationRule, PatternModel, PhraseRule,
-    RuleModel, Sym, ToolModel,
+    AfterLine, AfterModel, AttrModel, KeywordRule, MatrixModel, ModeModel, Model, NegationRule,
+    PatternModel, PhraseRule, RuleModel, Sym, ToolModel,
 };
 pub(crate) use suggest::suggest;
 
@@ -97,6 +99,8 @@ struct Checker {
     singles: HashMap<&'static str, Span>,
     /// Declared `context` sets by name -> their `ContextId`.
     context_ix: HashMap<String, u32>,
+    /// Declared flow labels by name -> index in `model.labels`.
+    label_ix: HashMap<String, usize>,
 }
 
 impl Checker {
@@ -144,6 +148,7 @@ impl Checker {
             Decl::Permission { name, implies, .. } => self.declare_permission(name, implies),
             Decl::Tiers { names, span } => self.declare_tiers(names, *span),
             Decl::Context { names, .. } => self.declare_context(names),
+            Decl::Labels { names, .. } => self.declare_labels(names),
             _ => {}
         }
     }
@@ -178,6 +183,11 @@ impl Checker {
             Decl::Rules(r) => {
                 let rules = self.resolve_rules(&r.rules);
                 self.model.rules.extend(rules);
+            }
+            Decl::After(a) => {
+                if let Some(after) = self.resolve_after(a) {
+                    self.model.afters.push(after);
+                }
             }
             _ => {}
         }

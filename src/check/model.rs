@@ -70,6 +70,27 @@ pub(crate) struct ModeModel {
     pub matrix: Option<(usize, Span)>,
     pub restrict: Option<(Vec<usize>, Span)>,
     pub confirm: Option<(Vec<usize>, Span)>,
+    /// The mode's own `after` blocks.
+    pub afters: Vec<AfterModel>,
+}
+
+/// One checked `after` block: the labels it waits for (indexes into [`Model::labels`]), its
+/// effect lines and its argument rules.
+#[derive(Clone, Debug)]
+pub(crate) struct AfterModel {
+    pub labels: Vec<usize>,
+    /// `confirm EFFECTS` and `deny EFFECTS` lines, in source order.
+    pub lines: Vec<AfterLine>,
+    /// Its argument rules, compiled, in source order.
+    pub rules: Vec<RuleModel>,
+}
+
+/// One `confirm EFFECTS` or `deny EFFECTS` line of an `after` block.
+#[derive(Clone, Debug)]
+pub(crate) struct AfterLine {
+    pub outcome: RuleOutcome,
+    pub effects: Vec<usize>,
+    pub span: Span,
 }
 
 /// The resolved attributes of a tool, pattern or `defaults` block.
@@ -82,6 +103,8 @@ pub(crate) struct AttrModel {
     pub requires: Option<(Vec<String>, Span)>,
     pub confirm_always: Option<Span>,
     pub enabled: Option<(bool, Span)>,
+    /// `taints L1, L2`: label indexes.
+    pub taints: Option<(Vec<usize>, Span)>,
 }
 
 impl AttrModel {
@@ -98,6 +121,7 @@ impl AttrModel {
             requires: self.requires.clone().or_else(|| defaults.requires.clone()),
             confirm_always: self.confirm_always.or(defaults.confirm_always),
             enabled: self.enabled.or(defaults.enabled),
+            taints: self.taints.clone().or_else(|| defaults.taints.clone()),
         }
     }
 }
@@ -175,6 +199,10 @@ pub(crate) struct Model {
     /// The rules that apply to every tool: those of the top-level `rules` blocks and of the
     /// `defaults` blocks, in file and source order.
     pub rules: Vec<RuleModel>,
+    /// The declared flow labels, in declaration order (at most eight).
+    pub labels: Vec<Sym>,
+    /// The top-level `after` blocks, which apply in every mode.
+    pub afters: Vec<AfterModel>,
 }
 
 /// One `embedded` phrase or `except` word or phrase, as the classifier reads it.

@@ -1,4 +1,5 @@
-//! `mode` declarations (a matrix, `restrict` and `confirm` lists of effects) and `default mode`.
+//! `mode` declarations (a matrix, `restrict` and `confirm` lists of effects, `after` blocks)
+//! and `default mode`.
 
 use super::names::sym;
 use super::suggest::{list_names, suggest};
@@ -20,6 +21,7 @@ impl Checker {
                 matrix: None,
                 restrict: None,
                 confirm: None,
+                afters: Vec::new(),
             });
         }
     }
@@ -34,6 +36,11 @@ impl Checker {
         }
         for item in &m.items {
             match item {
+                ModeItem::After(a) => {
+                    if let Some(after) = self.resolve_after(a) {
+                        self.model.modes[mi].afters.push(after);
+                    }
+                }
                 ModeItem::Matrix { name, span } => {
                     if self.model.modes[mi].matrix.is_some() {
                         self.error(

@@ -214,22 +214,65 @@ pub(crate) fn diff(
     Ok(i32::from(fail_on_change && !d.is_empty()))
 }
 
-/// `toolwarden explain -p FILE [request flags] --tool NAME [--args JSON]`.
-pub(crate) fn explain(req: &RequestArgs, tool: &str, args: Option<&str>, json: bool) -> CmdResult {
+/// The flow flags of `explain`: `--labels a,b` or `--session FILE`.
+pub(crate) struct Flow<'a> {
+    pub labels: Option<Vec<String>>,
+    pub session: Option<&'a std::path::Path>,
+}
+
+/// `toolwarden explain -p FILE [request flags] --tool NAME [--args JSON] [--labels a,b |
+/// --session FILE]`.
+pub(crate) fn explain(
+    req: &RequestArgs,
+    tool: &str,
+    args: Option<&str>,
+    flow: &Flow<'_>,
+    json: bool,
+) -> CmdResult {
     let policy = load_policy(&req.policy)?;
     let (request, intent) = request_of(&policy, req)?;
-    let trace = policy
-        .explain(&request, &intent, tool)
-        .map_err(|e| e.to_string())?;
+    // The session the call is judged in: the file's, or one holding the `--labels`.
+    let session = match (&flow.session, &flow.labels) {
+        (Some(path), _) => {
+            let text = toolwarden::limits::read_text(path, 4 * 1024 * 1024)
+                .map_err(|e| format!("cannot read session file `{}`: {e}", path.display()))?;
+            Some(
+                toolwarden::Session::from_json(&text, &policy)
+                    .map_err(|e| format!("session file `{}` is refused: {e}", path.display()))?,
+            )
+        }
+        (None, Some(labels)) => {
+            let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+            Some(
+                toolwarden::Session::with_labels(&policy, &labels, "--labels")
+                    .map_err(|e| format!("`--labels`: {e}"))?,
+            )
+        }
+        (None, None) => None,
+    };
+    let trace = match &session {
+        Some(s) => {
+            let labels: Vec<&str> = s.labels().iter().map(|l| l.label.as_str()).collect();
+            policy.explain_labels(&request, &intent, tool, &labels)
+        }
+        None => policy.explain(&request, &intent, tool),
+    }
+    .map_err(|e| e.to_string())?;
     let (verdict, rules) = match args {
         None => (None, Vec::new()),
         Some(a) => {
             let args: serde_json::Value =
                 serde_json::from_str(a).map_err(|e| format!("`--args` is not valid JSON: {e}"))?;
-            let mut turn = toolwarden::Turn::new();
-            let verdict = policy
-                .check_call(&request, &intent, &mut turn, tool, &args)
-                .map_err(|e| e.to_string())?;
+            let verdict = match &session {
+                // A copy: explaining changes no session.
+                Some(s) => {
+                    policy.check_call_session(&request, &intent, &mut s.clone(), tool, &args)
+                }
+                None => {
+                    policy.check_call(&request, &intent, &mut toolwarden::Turn::new(), tool, &args)
+                }
+            }
+            .map_err(|e| e.to_string())?;
             let rules = policy
                 .explain_rules(&request, &intent, tool, &args)
                 .map_err(|e| e.to_string())?;

@@ -1,12 +1,12 @@
-//! `guard` (the execution guard, with pending-call and turn files for a shell flow) and
-//! `import yaml`.
+//! `guard` (the execution guard, with pending-call and turn files or one session file for a
+//! shell flow) and `import yaml`.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolwarden::invisible::escape;
-use toolwarden::{parse_args, Decision, PendingCall, Policy, Stage, Turn};
+use toolwarden::{parse_args, Decision, PendingCall, Policy, Session, Stage, Turn};
 
 use super::commands::{load_policy, pretty, request_of};
 use super::RequestArgs;
@@ -21,6 +21,7 @@ pub(crate) struct CallArgs {
     pub pending: Option<PathBuf>,
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
+    pub session: Option<PathBuf>,
     pub legacy: Option<PathBuf>,
 }
 
@@ -209,9 +210,18 @@ pub(crate) fn guard(
     json: bool,
     log: &super::AuditArgs,
 ) -> CmdResult {
+    if call.new_turn && call.turn.is_none() && call.session.is_none() {
+        return Err("`--new-turn` needs `--turn FILE` or `--session FILE`: the state whose turn starts again".to_string());
+    }
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
     let (request, intent) = request_of(&policy, req)?;
     let args = read_call_args(call)?;
+    if let Some(path) = &call.session {
+        if log.audit.is_some() {
+            return Err("`--session` does not write the audit log yet; use `--turn` and `--pending` with `--audit`".to_string());
+        }
+        return guard_session(&policy, &request, &intent, call, &args, path, json);
+    }
     // One run at a time per state file, from reading it to writing it back: parallel runs see
     // each other's counts and pending calls, so the turn limit holds across processes.
     let state_files: Vec<&Path> = [call.pending.as_deref(), call.turn.as_deref()]
@@ -405,6 +415,150 @@ pub(crate) fn guard(
             ),
         );
     }
+    for n in notes {
+        show("note:     ", &n);
+    }
+    Ok(0)
+}
+
+/// `guard --session FILE`: the call judged in the session the file holds (a new one when it
+/// does not exist), the session written back atomically. As with `--turn` and `--pending`, a
+/// call held in this turn is confirmed only in a later one, and another call does not replace
+/// it in the same turn.
+fn guard_session(
+    policy: &Policy,
+    request: &toolwarden::Request,
+    intent: &toolwarden::Intent,
+    call: &CallArgs,
+    args: &Value,
+    path: &Path,
+    json: bool,
+) -> CmdResult {
+    let _locks = lock_state(&[path])?;
+    // A missing file is a new session, in its first turn (`--new-turn` or not).
+    let mut session = match read_state(path, "session")? {
+        Some(text) => {
+            let mut s = Session::from_json(&text, policy).map_err(|e| {
+                format!(
+                    "session file `{}` is refused ({e}); delete it to start a new session",
+                    path.display()
+                )
+            })?;
+            if call.new_turn {
+                s.next_turn();
+            }
+            s
+        }
+        None => Session::new(),
+    };
+    let held = session.pending().cloned().zip(session.pending_turn());
+    let held_this_turn = held.as_ref().is_some_and(|(_, t)| *t == session.turn());
+    // A confirmation counts only after the user could have answered.
+    let unanswered = held_this_turn && policy.strip_confirmation(args) != *args;
+    if unanswered {
+        session.take_pending();
+    }
+    let mut verdict = policy
+        .check_call_session(request, intent, &mut session, &call.tool, args)
+        .map_err(|e| e.to_string())?;
+    let mut notes = Vec::new();
+    if unanswered {
+        if let Some((p, t)) = held.clone() {
+            session.restore_pending(p, t);
+        }
+        if verdict.stage == Some(Stage::Confirmation) && verdict.is_denied() {
+            verdict.reason = "the user has not answered yet: a call held in this turn is confirmed in a later one (--new-turn)".to_string();
+        }
+    }
+    if let (Some((old, t)), Some(new)) = (&held, &verdict.pending) {
+        if verdict.decision == Decision::Confirm && old.digest != new.digest && held_this_turn {
+            session.restore_pending(old.clone(), *t);
+            verdict.decision = Decision::Deny;
+            verdict.stage = Some(Stage::Confirmation);
+            verdict.reason = format!(
+                "`{}` is awaiting the user's confirmation of another call; answer it first or start a new turn with --new-turn",
+                verdict.tool
+            );
+            verdict.pending = None;
+        }
+    }
+    match (verdict.decision, &verdict.pending) {
+        (Decision::Confirm, Some(p))
+            if held.as_ref().is_some_and(|(o, _)| o.digest == p.digest) =>
+        {
+            notes.push(format!(
+                "the same call is already pending in {}",
+                path.display()
+            ));
+        }
+        (Decision::Confirm, Some(_)) => {
+            notes.push(format!("pending call written to {}", path.display()));
+        }
+        (Decision::Allow, _) if held.is_some() && session.pending().is_none() => {
+            notes.push("pending call confirmed".to_string());
+        }
+        _ => {}
+    }
+    write_state(path, &session.to_json(), "session")?;
+    if json {
+        let mut v = verdict.to_json();
+        v["session"] = serde_json::json!({
+            "turn": session.turn(),
+            "transactional_calls": session.turn_state().transactional_calls,
+            "labels": session.labels(),
+        });
+        println!("{}", pretty(&v));
+        return Ok(0);
+    }
+    let show = |label: &str, text: &str| println!("{label}{}", escape(text));
+    show("decision: ", verdict.decision.as_str());
+    if let Some(stage) = verdict.stage {
+        show("stage:    ", stage.as_str());
+    }
+    show("reason:   ", &verdict.reason);
+    if let Some(src) = &verdict.source {
+        show("rule:     ", src);
+    }
+    if !verdict.missing.is_empty() {
+        show("missing:  ", &verdict.missing.join(", "));
+    }
+    if let Some(args) = &verdict.args_for_execution {
+        show("execute:  ", &Value::Object(args.clone()).to_string());
+    }
+    if let Some(p) = &verdict.pending {
+        show(
+            "pending:  ",
+            &format!(
+                "{} {} (digest {})",
+                p.tool,
+                Value::Object(p.args.clone()),
+                &p.digest[..16.min(p.digest.len())]
+            ),
+        );
+    }
+    let labels: Vec<String> = session
+        .labels()
+        .iter()
+        .map(|l| format!("{} (from {} in turn {})", l.label, l.tool, l.turn))
+        .collect();
+    show(
+        "session:  ",
+        &format!(
+            "turn {}, {} transactional call{}, labels: {}",
+            session.turn(),
+            session.turn_state().transactional_calls,
+            if session.turn_state().transactional_calls == 1 {
+                ""
+            } else {
+                "s"
+            },
+            if labels.is_empty() {
+                "none".to_string()
+            } else {
+                labels.join(", ")
+            }
+        ),
+    );
     for n in notes {
         show("note:     ", &n);
     }

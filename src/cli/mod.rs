@@ -116,8 +116,15 @@ enum Command {
         /// Start a new user turn: ignore the turn file's count and the calls held in it (a call
         /// held in a turn is confirmed in a later one, and a call awaiting confirmation is not
         /// replaced by another in the same turn).
-        #[arg(long, requires = "turn")]
+        #[arg(long)]
         new_turn: bool,
+        /// A session file holding the session's flow labels (with the calls that put them
+        /// there), its turn count and the call awaiting confirmation, in place of `--turn` and
+        /// `--pending` (created when missing; written back through a temporary file and a
+        /// rename). An allowed call of a tool that `taints` adds its labels; `--new-turn`
+        /// starts a new turn (the labels stay). Locked (FILE.lock) for the whole run.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["pending", "turn"])]
+        session: Option<PathBuf>,
         /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
         #[arg(long, value_name = "TOOLS_YAML")]
         legacy: Option<PathBuf>,
@@ -202,9 +209,17 @@ enum Command {
         /// The tool name.
         #[arg(long)]
         tool: String,
-        /// Also judge a call with these arguments (a JSON object): stages 8–11 of the guard.
+        /// Also judge a call with these arguments (a JSON object): stages 8–13 of the guard.
         #[arg(long)]
         args: Option<String>,
+        /// Explain for a session holding these flow labels (comma-separated): adds stage
+        /// `flow`, the `after` blocks that apply.
+        #[arg(long, value_delimiter = ',', conflicts_with = "session")]
+        labels: Option<Vec<String>>,
+        /// Explain for the session in FILE (as `guard --session` writes it): its labels, and
+        /// with `--args` its turn and pending call. The file is not changed.
+        #[arg(long, value_name = "FILE")]
+        session: Option<PathBuf>,
         /// Print the trace as JSON.
         #[arg(long)]
         json: bool,
@@ -403,6 +418,7 @@ pub fn run() -> i32 {
             pending,
             turn,
             new_turn,
+            session,
             legacy,
             json,
             log,
@@ -415,6 +431,7 @@ pub fn run() -> i32 {
                 pending,
                 turn,
                 new_turn,
+                session,
                 legacy,
             },
             json,
@@ -486,8 +503,19 @@ pub fn run() -> i32 {
             req,
             tool,
             args,
+            labels,
+            session,
             json,
-        } => analysis::explain(&req, &tool, args.as_deref(), json),
+        } => analysis::explain(
+            &req,
+            &tool,
+            args.as_deref(),
+            &analysis::Flow {
+                labels,
+                session: session.as_deref(),
+            },
+            json,
+        ),
     };
     match result {
         Ok(code) => code,

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use crate::check::{AttrModel, Cell, Model, RuleModel};
+use crate::check::{AfterModel, AttrModel, Cell, Model, RuleModel};
 use crate::classify::Classifier;
 use crate::condition::CompiledCondition;
 use crate::decision::RuleId;
@@ -145,6 +145,38 @@ pub(crate) enum RuleKind {
     NoMatrix,
     /// An argument rule (`deny when ...`, `confirm when ...`).
     Argument,
+    /// A `confirm EFFECTS` or `deny EFFECTS` line of an `after` block.
+    AfterLine,
+}
+
+/// One compiled `after` block.
+#[derive(Clone, Debug)]
+pub(crate) struct AfterRow {
+    /// The labels that must all be on the session.
+    pub labels: u8,
+    /// The mode whose block it is; `None` for a top-level block (every mode).
+    pub mode: Option<u8>,
+    /// Its `confirm` and `deny` lines: the outcome, the effects as a mask, the line's rule.
+    pub lines: Vec<(RuleOutcome, u64, RuleId)>,
+    /// Its argument rules: a range of [`Tables::arg_rules`].
+    pub arg_rules: std::ops::Range<u32>,
+}
+
+impl AfterRow {
+    /// Whether the block applies in mode `mode` to a session holding `labels`.
+    #[inline]
+    pub fn applies(&self, mode: usize, labels: u8) -> bool {
+        self.labels & labels == self.labels && self.mode.is_none_or(|m| usize::from(m) == mode)
+    }
+}
+
+/// What the `after` blocks that apply to one mode and one label set do: the effects they deny,
+/// the effects they make confirm, and whether any of them has argument rules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FlowMasks {
+    pub deny: u64,
+    pub confirm: u64,
+    pub rules: bool,
 }
 
 /// One tool's (or pattern's) evaluation row.
@@ -168,6 +200,9 @@ pub(crate) struct ToolRow {
     pub rule_requires: RuleId,
     /// Its own argument rules: a range of [`Tables::arg_rules`].
     pub arg_rules: std::ops::Range<u32>,
+    /// The labels a call of the tool puts on the session (`taints`), as a mask over
+    /// [`Tables::labels`].
+    pub taints: u8,
     /// For a declared tool named `<prefix><server>__<tool>`: the server's index in
     /// [`Tables::servers`]; [`NO_SERVER`] otherwise (and for patterns and defaults, whose
     /// names are only known at decision time).
@@ -258,6 +293,26 @@ pub(crate) struct Tables {
     pub contexts: Vec<Box<str>>,
     /// Whether the classifier folds accents (so `in query` normalizes values the same way).
     pub fold_accents: bool,
+    /// The declared flow labels (at most eight): label `i` is bit `i` of a label mask.
+    pub labels: Vec<Box<str>>,
+    /// Every `after` block: the top-level ones, then each mode's, in source order.
+    pub afters: Vec<AfterRow>,
+    /// Per mode and label set, what the applicable `after` blocks do:
+    /// `flow[mode << labels.len() | set]`. Precomputed so a decision with a session costs one
+    /// lookup.
+    pub flow: Vec<FlowMasks>,
+}
+
+impl Tables {
+    /// What the `after` blocks do in mode `mode` for a session holding `labels`.
+    #[inline]
+    pub(crate) fn flow_masks(&self, mode: usize, labels: u8) -> FlowMasks {
+        let set = usize::from(labels) & ((1usize << self.labels.len()) - 1);
+        self.flow
+            .get((mode << self.labels.len()) | set)
+            .copied()
+            .unwrap_or_default()
+    }
 }
 
 /// The compiled form: graph, tables and classifier.
@@ -467,6 +522,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             rule_requires: rules.add(attrs.requires.as_ref().map(|(_, s)| *s), RuleKind::Requires),
             server: NO_SERVER,
             arg_rules: 0..0,
+            taints: label_mask(attrs.taints.as_ref().map_or(&[][..], |(l, _)| l)),
         }
     };
     let mut arg_rules: Vec<ArgRule> = Vec::new();
@@ -529,6 +585,18 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         let span = model.unknown_span.unwrap_or_default();
         row_of(&AttrModel::default(), span, RuleKind::Defaults, &mut rules)
     });
+
+    // `after` blocks: the top-level ones (every mode), then each mode's own.
+    let mut afters = Vec::new();
+    for a in &model.afters {
+        afters.push(after_row(a, None, &mut arg_rules, &mut rules));
+    }
+    for (mi, m) in model.modes.iter().enumerate() {
+        for a in &m.afters {
+            afters.push(after_row(a, Some(idx8(mi)), &mut arg_rules, &mut rules));
+        }
+    }
+    let flow = flow_masks(model.modes.len(), model.labels.len(), &afters);
 
     // DESIGN.md: transactional calls are the non-`none` ones; a policy without an effect named
     // `none` has no read-only effect, so every call counts against `limit transactional`.
@@ -611,12 +679,73 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             .map(|s| s.name.as_str().into())
             .collect(),
         fold_accents: model.fold_accents,
+        labels: model
+            .labels
+            .iter()
+            .map(|s| s.name.as_str().into())
+            .collect(),
+        afters,
+        flow,
     };
     Compiled {
         graph,
         tables,
         classifier: Classifier::build(&lexicon::lexicon(model)),
     }
+}
+
+/// A mask of label indexes (each below eight, as the checker ensures).
+fn label_mask(labels: &[usize]) -> u8 {
+    labels
+        .iter()
+        .fold(0u8, |m, &l| m | (1u8 << (l as u32).min(7)))
+}
+
+/// Compiles one `after` block of mode `mode` (`None`: every mode).
+fn after_row(
+    a: &AfterModel,
+    mode: Option<u8>,
+    arg_rules: &mut Vec<ArgRule>,
+    rules: &mut RuleTable,
+) -> AfterRow {
+    AfterRow {
+        labels: label_mask(&a.labels),
+        mode,
+        lines: a
+            .lines
+            .iter()
+            .map(|l| {
+                (
+                    l.outcome,
+                    mask(&l.effects),
+                    rules.add(Some(l.span), RuleKind::AfterLine),
+                )
+            })
+            .collect(),
+        arg_rules: push_rules(&a.rules, arg_rules, rules),
+    }
+}
+
+/// For every mode and every label set, the union of what the applicable `after` blocks do
+/// (2^labels entries per mode; at most 256).
+fn flow_masks(modes: usize, labels: usize, afters: &[AfterRow]) -> Vec<FlowMasks> {
+    let sets = 1usize << labels;
+    let mut out = vec![FlowMasks::default(); modes * sets];
+    for mode in 0..modes {
+        for set in 0..sets {
+            let m = &mut out[(mode << labels) | set];
+            for a in afters.iter().filter(|a| a.applies(mode, set as u8)) {
+                for &(outcome, effects, _) in &a.lines {
+                    match outcome {
+                        RuleOutcome::Deny => m.deny |= effects,
+                        RuleOutcome::Confirm => m.confirm |= effects,
+                    }
+                }
+                m.rules |= !a.arg_rules.is_empty();
+            }
+        }
+    }
+    out
 }
 
 /// The reflexive transitive closure of a relation over `0..n`: for each item, the set of items

@@ -1,6 +1,7 @@
 //! The execution guard, `check_call` and its variants: stages 1–7 as in `offer`, then the
-//! tenant argument (8), required arguments (9), argument rules (10), confirmation against a
-//! pending call (11) and the per-turn limit (12), with the digest that ties a confirmation to one exact call.
+//! tenant argument (8), required arguments (9), argument rules (10), the session's flow labels
+//! (11, with a [`Session`]), confirmation against a pending call (12) and the per-turn limit
+//! (13), with the digest that ties a confirmation to one exact call.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -11,9 +12,10 @@ use crate::compile::ToolRow;
 use crate::condition::{ContextSet, EvalContext};
 use crate::decision::{Decision, FiredRule, PendingCall, RuleId, Stage, Turn, Verdict};
 use crate::limits;
+use crate::syntax::ast::RuleOutcome;
 
 use super::json::{canonical_json, canonical_object, json_depth};
-use super::{Policy, Request, RequestError};
+use super::{Policy, Request, RequestError, Session};
 
 impl Policy {
     /// Judges one tool call: stages 1–7 exactly as in `offer`, then tenant argument, required
@@ -110,7 +112,50 @@ impl Policy {
         args: &Value,
         pending: Option<&PendingCall>,
     ) -> Result<Verdict, RequestError> {
-        self.check_call_inner(request, intent, turn, tool, args, pending, None, true)
+        self.check_call_inner(request, intent, turn, tool, args, pending, None, true, None)
+    }
+
+    /// Judges one tool call within a [`Session`]: [`Policy::check_call_strict`] with the
+    /// session's pending call as `pending` and its turn count as the [`Turn`], plus stage
+    /// `flow` (after `arguments`, before `confirmation`): the `after` blocks whose labels are
+    /// all on the session deny the call, or make it need confirmation, by its effect or by
+    /// their argument rules; the reason names the label and the call that put it there
+    /// ("the session read untrusted content from get_webpage in turn 2").
+    ///
+    /// The session is updated: the turn's count; a `confirm` verdict's pending call is kept
+    /// in it (confirm it by repeating the call with the confirmation field set), and a
+    /// confirmed call clears it; an allowed call of a tool that `taints` adds its labels (an
+    /// allowed call is assumed to run). The first call binds a new session to this policy.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`], and [`RequestError::Session`] when the
+    /// session belongs to another policy or version or holds a label the policy does not
+    /// declare (the session is unchanged then).
+    pub fn check_call_session(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        session: &mut Session,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Verdict, RequestError> {
+        let labels = session.bind(self).map_err(RequestError::Session)?;
+        let mut turn = session.turn_state();
+        let verdict = self.check_call_inner(
+            request,
+            intent,
+            &mut turn,
+            tool,
+            args,
+            session.pending(),
+            None,
+            true,
+            Some((&*session, labels)),
+        )?;
+        let taints = self.resolve_tool(tool).1.map_or(0, |r| r.taints);
+        session.after_call(self, turn, &verdict, taints);
+        Ok(verdict)
     }
 
     /// `args` without the policy's confirmation fields (`confirm fields`): what a model's own
@@ -178,10 +223,12 @@ impl Policy {
             pending,
             effect_override,
             false,
+            None,
         )
     }
 
     /// The guard itself. `strict`: a confirmation is trusted only against `pending`.
+    /// `session`: the session and its labels as a mask, for stage `flow`.
     #[allow(clippy::too_many_arguments)]
     fn check_call_inner(
         &self,
@@ -193,6 +240,7 @@ impl Policy {
         pending: Option<&PendingCall>,
         effect_override: Option<u8>,
         strict: bool,
+        session: Option<(&Session, u8)>,
     ) -> Result<Verdict, RequestError> {
         // A confirmation in flight is exempt from the intent filter (seed 001's
         // `force_tool_names`): when the pending call is this very call, its tool is forced for
@@ -331,11 +379,8 @@ impl Policy {
         // 10. arguments
         let judged = Value::Object(exec_args);
         let fired = self.judge_arguments(request, intent, row, &judged)?;
-        let exec_args = match judged {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
-        let mut rule_confirm = None;
+        // The reasons to ask the user besides stages 1–7: an argument rule, then `flow`.
+        let mut asks: Vec<(Stage, RuleId, String)> = Vec::new();
         if !fired.is_empty() {
             let deny_at = fired.iter().position(|(f, _)| f.outcome == "deny");
             let (first, rule) = &fired[deny_at.unwrap_or(0)];
@@ -346,18 +391,51 @@ impl Policy {
                 let reason = format!("`{tool}` is denied by the argument rule at {text}");
                 return Ok(deny(verdict, Stage::Arguments, rule, reason));
             }
-            rule_confirm = Some((rule, text));
+            asks.push((
+                Stage::Arguments,
+                rule,
+                format!("the argument rule at {text}"),
+            ));
         }
-        // 11. confirmation
-        let confirmed = any_true && !any_other;
-        verdict.confirmation_received = confirmed;
-        if let Some((rule, _)) = rule_confirm {
-            if d.decision != Decision::Confirm {
-                verdict.stage = Some(Stage::Arguments);
-                verdict.source = self.rule_source(rule).map(|l| l.to_string());
+        // 11. flow: the `after` blocks whose labels are all on the session. The masks say
+        // in one lookup whether any of them can matter for this effect.
+        if let Some((session, labels)) = session.filter(|(_, l)| *l != 0) {
+            let masks = t.flow_masks(bound.mode, labels);
+            let bit = 1u64 << row_effect(row).min(63);
+            if masks.deny & bit != 0 || masks.confirm & bit != 0 || masks.rules {
+                let flow = self.judge_flow(
+                    request,
+                    intent,
+                    bound.mode,
+                    session,
+                    labels,
+                    row_effect(row),
+                    &judged,
+                )?;
+                verdict.rules.extend(flow.fired);
+                if let Some((rule, why)) = flow.deny {
+                    let reason = format!("`{tool}` is denied: {why}");
+                    return Ok(deny(verdict, Stage::Flow, rule, reason));
+                }
+                if let Some((rule, why)) = flow.confirm {
+                    asks.push((Stage::Flow, rule, why));
+                }
             }
         }
-        if d.decision == Decision::Confirm || rule_confirm.is_some() {
+        let exec_args = match judged {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        // 12. confirmation
+        let confirmed = any_true && !any_other;
+        verdict.confirmation_received = confirmed;
+        if d.decision != Decision::Confirm {
+            if let Some((stage, rule, _)) = asks.first() {
+                verdict.stage = Some(*stage);
+                verdict.source = self.rule_source(*rule).map(|l| l.to_string());
+            }
+        }
+        if d.decision == Decision::Confirm || !asks.is_empty() {
             let digest = self.call_digest(tool, &exec_args);
             if !confirmed {
                 let fields = t
@@ -366,16 +444,12 @@ impl Policy {
                     .map(|f| format!("`{f}`"))
                     .collect::<Vec<_>>()
                     .join(" or ");
-                let why = match &rule_confirm {
-                    Some((_, text)) if d.decision != Decision::Confirm => {
-                        format!("the argument rule at {text}")
-                    }
-                    Some((_, text)) => format!(
-                        "{}; and the argument rule at {text}",
-                        self.reason_as(tool, &d, request, effect_override)
-                    ),
-                    None => self.reason_as(tool, &d, request, effect_override),
-                };
+                let mut parts = Vec::new();
+                if d.decision == Decision::Confirm {
+                    parts.push(self.reason_as(tool, &d, request, effect_override));
+                }
+                parts.extend(asks.into_iter().map(|(_, _, why)| why));
+                let why = parts.join("; and ");
                 verdict.decision = Decision::Confirm;
                 verdict.reason = if fields.is_empty() {
                     format!("`{tool}` needs confirmation ({why}) and the policy declares no `confirm fields`")
@@ -443,7 +517,7 @@ impl Policy {
                 }
             }
         }
-        // 12. turn limit
+        // 13. turn limit
         let transactional = Some(row_effect(row)) != t.read_only_effect;
         if transactional {
             if let Some(limit) = t.limit {
@@ -504,7 +578,7 @@ impl Policy {
         intent: &Intent,
         row: Option<&ToolRow>,
         args: &Value,
-        mut each: impl FnMut(RuleId, Option<FiredRule>),
+        each: impl FnMut(RuleId, Option<FiredRule>),
     ) -> Result<(), RequestError> {
         let t = self.tables();
         if let Some(name) = request
@@ -516,11 +590,23 @@ impl Policy {
                 known: super::request::known(&t.contexts),
             });
         }
-        let own = row.map_or(0..0, |r| {
-            r.arg_rules.start as usize..r.arg_rules.end as usize
-        });
-        let global = t.global_rules.start as usize..t.global_rules.end as usize;
-        if own.is_empty() && global.is_empty() {
+        let own = row.map_or(0..0, |r| r.arg_rules.clone());
+        self.each_rule_in(request, intent, &[own, t.global_rules.clone()], args, each)
+    }
+
+    /// Evaluates the argument rules of `ranges` (ranges of `Tables::arg_rules`, in order) on
+    /// `args` and calls `each` with the rule's id and, when it fired, what fired it. The
+    /// request's `context` sets must already be known to be declared.
+    fn each_rule_in(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        ranges: &[std::ops::Range<u32>],
+        args: &Value,
+        mut each: impl FnMut(RuleId, Option<FiredRule>),
+    ) -> Result<(), RequestError> {
+        let t = self.tables();
+        if ranges.iter().all(|r| r.is_empty()) {
             return Ok(());
         }
         let sets: Vec<Option<&ContextSet>> =
@@ -531,11 +617,9 @@ impl Policy {
             Some(q) => EvalContext::new(q, &normalize, &sets),
             None => EvalContext::without_query(&normalize, &sets),
         };
-        for rule in t
-            .arg_rules
-            .get(own)
-            .into_iter()
-            .chain(t.arg_rules.get(global))
+        for rule in ranges
+            .iter()
+            .filter_map(|r| t.arg_rules.get(r.start as usize..r.end as usize))
             .flatten()
         {
             let outcome = rule.condition.eval(args, &ctx);
@@ -556,6 +640,102 @@ impl Policy {
         Ok(())
     }
 
+    /// Stage 11 for a call of effect `effect` in mode `mode`, with the session's labels
+    /// `labels` (not empty): every applicable `after` block's lines and argument rules. The
+    /// first deny (an effect line, else a fired rule) wins over the first confirm; each comes
+    /// with its rule and the reason's words, which name the labels and the calls that put them
+    /// on the session.
+    #[allow(clippy::too_many_arguments)]
+    fn judge_flow(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        mode: usize,
+        session: &Session,
+        labels: u8,
+        effect: u8,
+        args: &Value,
+    ) -> Result<Flow, RequestError> {
+        let t = self.tables();
+        let bit = 1u64 << effect.min(63);
+        let effect_name = &t.effects[effect as usize];
+        let mut flow = Flow::default();
+        let mut rule_deny = None;
+        for a in t.afters.iter().filter(|a| a.applies(mode, labels)) {
+            let read = self.session_read(session, a.labels);
+            let head = self.after_head(a.labels);
+            for &(outcome, effects, rule) in &a.lines {
+                if effects & bit == 0 {
+                    continue;
+                }
+                let why = format!(
+                    "{read}, and `{head}` {} effect `{effect_name}`",
+                    if outcome == RuleOutcome::Deny {
+                        "denies"
+                    } else {
+                        "confirms"
+                    }
+                );
+                match outcome {
+                    RuleOutcome::Deny if flow.deny.is_none() => flow.deny = Some((rule, why)),
+                    RuleOutcome::Confirm if flow.confirm.is_none() => {
+                        flow.confirm = Some((rule, why))
+                    }
+                    _ => {}
+                }
+            }
+            let mut fired = Vec::new();
+            self.each_rule_in(
+                request,
+                intent,
+                std::slice::from_ref(&a.arg_rules),
+                args,
+                |rule, f| {
+                    if let Some(f) = f {
+                        fired.push((f, rule));
+                    }
+                },
+            )?;
+            for (f, rule) in fired {
+                let why = format!("{read}, and the argument rule at {}", rule_reason(&f));
+                if f.outcome == "deny" {
+                    rule_deny.get_or_insert((rule, why));
+                } else if flow.confirm.is_none() {
+                    flow.confirm = Some((rule, why));
+                }
+                flow.fired.push(f);
+            }
+        }
+        if flow.deny.is_none() {
+            flow.deny = rule_deny;
+        }
+        Ok(flow)
+    }
+
+    /// "the session read untrusted content from get_webpage in turn 2 and private content
+    /// from read_inbox in turn 3": where each label of `mask` came from.
+    pub(crate) fn session_read(&self, session: &Session, mask: u8) -> String {
+        let t = self.tables();
+        let parts: Vec<String> = (0..t.labels.len())
+            .filter(|i| mask & (1u8 << i) != 0)
+            .map(|i| match session.source_of(self, i) {
+                Some(s) => format!("{} content from {} in turn {}", t.labels[i], s.tool, s.turn),
+                None => format!("{} content", t.labels[i]),
+            })
+            .collect();
+        format!("the session read {}", parts.join(" and "))
+    }
+
+    /// `after untrusted, private`: the head of a block waiting for the labels of `mask`.
+    pub(crate) fn after_head(&self, mask: u8) -> String {
+        let t = self.tables();
+        let names: Vec<&str> = (0..t.labels.len())
+            .filter(|i| mask & (1u8 << i) != 0)
+            .map(|i| &*t.labels[i])
+            .collect();
+        format!("after {}", names.join(", "))
+    }
+
     /// Hex SHA-256 over the policy name and version, the tool name and the canonical JSON of
     /// the arguments (object keys sorted at every depth, whatever order the map keeps, so the
     /// digest does not depend on serde_json's `preserve_order` feature).
@@ -574,6 +754,15 @@ impl Policy {
         let hash = Sha256::digest(text.as_bytes());
         hash.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// What stage `flow` found: the deciding deny and confirm (rule, reason words) and the
+/// `after` blocks' argument rules that fired.
+#[derive(Default)]
+struct Flow {
+    deny: Option<(RuleId, String)>,
+    confirm: Option<(RuleId, String)>,
+    fired: Vec<FiredRule>,
 }
 
 /// How a reason names a fired rule: `file:line:col`, the argument reference and the value

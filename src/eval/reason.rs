@@ -67,6 +67,15 @@ impl Policy {
                 ),
                 _ => format!("the query's intent does not offer effect `{effect}` in mode `{mode_name}`"),
             },
+            (_, Some(Stage::Flow)) => {
+                let what = if d.decision == Decision::Deny { "denies" } else { "confirms" };
+                let head = t
+                    .afters
+                    .iter()
+                    .find(|a| a.lines.iter().any(|(_, _, r)| *r == d.rule))
+                    .map_or_else(|| "an `after` block".to_string(), |a| format!("`{}`", self.after_head(a.labels)));
+                format!("the session's labels bring in {head}, which {what} effect `{effect}`")
+            }
             (Decision::Confirm, _) => {
                 let kind = t.rules.get(d.rule.0 as usize).map(|r| r.kind.clone());
                 match kind {

@@ -222,6 +222,9 @@ pub enum RequestError {
         /// The declared intents, as a readable list.
         known: String,
     },
+    /// The [`super::Session`] cannot be used with this policy.
+    #[error("{0}")]
+    Session(super::SessionError),
 }
 
 pub(super) fn known(names: &[Box<str>]) -> String {
@@ -276,6 +279,9 @@ pub struct BoundRequest<'a> {
     /// The intent index deciding the cell rule (the first intent).
     pub(crate) intent: Option<usize>,
     pub(crate) intent_mask: u64,
+    /// The session's flow labels, as a mask (0 without a session): the `after` blocks that
+    /// apply to `offer`.
+    pub(crate) labels: u8,
 }
 
 impl Policy {
@@ -397,6 +403,7 @@ impl Policy {
             confirm_mask,
             intent: first_intent,
             intent_mask,
+            labels: 0,
         })
     }
 }

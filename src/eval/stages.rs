@@ -1,13 +1,15 @@
 //! Stages 1–7, the decisions `offer` makes for each tool name: identity (declared tool,
-//! pattern, defaults), connector, tenant, role, permission, mode ceiling and intent, then
-//! whether the call needs confirmation. No allocation per tool.
+//! pattern, defaults), connector, tenant, role, permission, mode ceiling and intent, then (with
+//! a session) the `after` blocks of stage `flow`, then whether the call needs confirmation. No
+//! allocation per tool.
 
 use crate::classify::Intent;
 use crate::compile::{ToolRow, NO_SERVER};
 use crate::decision::{Decision, Offer, RuleId, Stage, ToolDecision, ToolMatch};
 use crate::glob::glob_match;
+use crate::syntax::ast::RuleOutcome;
 
-use super::{BoundRequest, Policy, Request, RequestError};
+use super::{BoundRequest, Policy, Request, RequestError, Session};
 
 impl Policy {
     /// Resolves a tool name to its row: a declared tool, else the first pattern in precedence
@@ -117,6 +119,19 @@ impl Policy {
         // Confirmation: cell, mode list, or the tool itself. A forced tool whose cell denies is
         // only exempt from hiding, never from asking: its calls need confirmation, so `forced`
         // can never yield a weaker decision than the query's own intent would.
+        // Flow (offer with a session): an applicable `after` block that denies the effect
+        // hides the tool; one that confirms it offers it as `confirm`.
+        let mut flow_confirm = None;
+        if b.labels != 0 {
+            let masks = t.flow_masks(b.mode, b.labels);
+            if masks.deny & bit != 0 {
+                let rule = self.flow_rule(b.mode, b.labels, bit, RuleOutcome::Deny);
+                return deny(Stage::Flow, rule, matched);
+            }
+            if masks.confirm & bit != 0 {
+                flow_confirm = Some(self.flow_rule(b.mode, b.labels, bit, RuleOutcome::Confirm));
+            }
+        }
         let confirm_rule = if cell_denies || b.confirm_mask & bit != 0 {
             Some(self.cell_rule(b, row_effect))
         } else if mode.confirm & bit != 0 {
@@ -126,20 +141,96 @@ impl Policy {
         } else {
             None
         };
-        match confirm_rule {
-            Some(rule) => ToolDecision {
+        match (confirm_rule, flow_confirm) {
+            (None, Some(rule)) => ToolDecision {
+                decision: Decision::Confirm,
+                stage: Some(Stage::Flow),
+                rule,
+                matched,
+            },
+            (Some(rule), _) => ToolDecision {
                 decision: Decision::Confirm,
                 stage: Some(Stage::Confirmation),
                 rule,
                 matched,
             },
-            None => ToolDecision {
+            (None, None) => ToolDecision {
                 decision: Decision::Allow,
                 stage: None,
                 rule: row.rule_decl,
                 matched,
             },
         }
+    }
+
+    /// The rule of the first `confirm` or `deny` line (`outcome`) of an `after` block that
+    /// applies in mode `mode` to `labels` and names an effect of `bit`.
+    #[cold]
+    pub(crate) fn flow_rule(
+        &self,
+        mode: usize,
+        labels: u8,
+        bit: u64,
+        outcome: RuleOutcome,
+    ) -> RuleId {
+        let t = self.tables();
+        t.afters
+            .iter()
+            .filter(|a| a.applies(mode, labels))
+            .flat_map(|a| a.lines.iter())
+            .find(|(o, effects, _)| *o == outcome && effects & bit != 0)
+            .map_or(t.rule_unknown, |(_, _, rule)| *rule)
+    }
+
+    /// The labels of the `after` block that holds the line `rule` (0 when none does).
+    pub(crate) fn after_of(&self, rule: RuleId) -> u8 {
+        self.tables()
+            .afters
+            .iter()
+            .find(|a| a.lines.iter().any(|(_, _, r)| *r == rule))
+            .map_or(0, |a| a.labels)
+    }
+
+    /// [`Policy::offer`] within a [`Session`]: the `after` blocks whose labels are all on the
+    /// session hide a tool whose effect they deny (stage `flow`) and offer one whose effect
+    /// they confirm as `confirm` (stage `flow`, when nothing before asked for confirmation).
+    /// Their argument rules are not read (a call is judged by them in
+    /// [`Policy::check_call_session`]). The session is not changed.
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError`] as for [`Policy::offer`], and [`RequestError::Session`] when the
+    /// session belongs to another policy or version or holds an undeclared label.
+    pub fn offer_session<'t, I>(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        session: &Session,
+        tools: I,
+    ) -> Result<Offer<'t>, RequestError>
+    where
+        I: IntoIterator<Item = &'t str>,
+    {
+        Ok(self.bind_session(request, intent, session)?.offer(tools))
+    }
+
+    /// [`Policy::bind`] within a [`Session`]: the bound request's decisions
+    /// ([`BoundRequest::decide`], [`BoundRequest::offer`]) are those of
+    /// [`Policy::offer_session`], for the session's labels at the time of binding.
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::offer_session`].
+    pub fn bind_session<'a>(
+        &'a self,
+        request: &'a Request,
+        intent: &Intent,
+        session: &Session,
+    ) -> Result<BoundRequest<'a>, RequestError> {
+        let labels = session.mask_for(self).map_err(RequestError::Session)?;
+        let mut bound = self.bind(request, intent)?;
+        bound.labels = labels;
+        Ok(bound)
     }
 
     /// The matrix cell rule for the bound intent(s) and an effect: the first intent whose cell

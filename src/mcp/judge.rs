@@ -784,6 +784,10 @@ impl Judge {
             Some(Stage::Arguments) => {
                 "arguments that the policy's argument rules do not deny".to_string()
             }
+            Some(Stage::Flow) => {
+                "a session without the labels its `after` blocks wait for (the user's declassify)"
+                    .to_string()
+            }
             Some(Stage::Confirmation) => {
                 format!("repeating exactly the call the user confirmed, with {fields} set to true")
             }

@@ -217,6 +217,15 @@ pub enum Decl {
     },
     /// `rules { ... }`: rules that apply to every tool.
     Rules(RulesDecl),
+    /// `labels untrusted, private`: the labels tools may put on a session.
+    Labels {
+        /// The declared labels, in order.
+        names: Vec<Name>,
+        /// The whole declaration.
+        span: Span,
+    },
+    /// `after untrusted { ... }`: lines that apply once every listed label is on the session.
+    After(AfterDecl),
 }
 
 impl Decl {
@@ -242,8 +251,10 @@ impl Decl {
             | Decl::Accents { span, .. }
             | Decl::TrustAnnotations { span, .. }
             | Decl::Quoted { span, .. }
-            | Decl::Context { span, .. } => *span,
+            | Decl::Context { span, .. }
+            | Decl::Labels { span, .. } => *span,
             Decl::Rules(d) => d.span,
+            Decl::After(d) => d.span,
             Decl::Embedded(d) | Decl::Except(d) => d.span,
             Decl::Keywords(d) => d.span,
             Decl::Negation(d) => d.span,
@@ -418,6 +429,51 @@ pub enum ModeItem {
         /// The item.
         span: Span,
     },
+    /// `after L { ... }`: an `after` block that applies in this mode only.
+    After(AfterDecl),
+}
+
+/// `after L1, L2 { confirm EFFECTS  deny EFFECTS  RULES }`: lines that apply once every listed
+/// label is on the session. They only tighten a decision (allow, then confirm, then deny).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfterDecl {
+    /// The labels that must all be present (empty only in text the checker refuses).
+    pub labels: Vec<Name>,
+    /// The lines, in source order.
+    pub items: Vec<AfterItem>,
+    /// The whole block.
+    pub span: Span,
+}
+
+/// One line of an `after` block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AfterItem {
+    /// `confirm write, export`: calls with these effects need the user's confirmation.
+    Confirm {
+        /// The effects.
+        effects: Vec<Name>,
+        /// The line.
+        span: Span,
+    },
+    /// `deny execute`: calls with these effects are denied.
+    Deny {
+        /// The effects.
+        effects: Vec<Name>,
+        /// The line.
+        span: Span,
+    },
+    /// An argument rule, as in a tool body, for every tool.
+    Rule(RuleDecl),
+}
+
+impl AfterItem {
+    /// The span of the line.
+    pub fn span(&self) -> Span {
+        match self {
+            AfterItem::Confirm { span, .. } | AfterItem::Deny { span, .. } => *span,
+            AfterItem::Rule(r) => r.span,
+        }
+    }
 }
 
 /// `tool name { attrs }`
@@ -494,6 +550,13 @@ pub enum ToolAttr {
         /// The attribute.
         span: Span,
     },
+    /// `taints untrusted, private`: the labels a call of the tool puts on the session.
+    Taints {
+        /// The labels.
+        names: Vec<Name>,
+        /// The attribute.
+        span: Span,
+    },
 }
 
 impl ToolAttr {
@@ -506,7 +569,8 @@ impl ToolAttr {
             | ToolAttr::TenantRequired { span }
             | ToolAttr::Requires { span, .. }
             | ToolAttr::ConfirmAlways { span }
-            | ToolAttr::Enabled { span, .. } => *span,
+            | ToolAttr::Enabled { span, .. }
+            | ToolAttr::Taints { span, .. } => *span,
         }
     }
 
@@ -520,6 +584,7 @@ impl ToolAttr {
             ToolAttr::Requires { .. } => "requires",
             ToolAttr::ConfirmAlways { .. } => "confirm always",
             ToolAttr::Enabled { .. } => "enabled",
+            ToolAttr::Taints { .. } => "taints",
         }
     }
 }

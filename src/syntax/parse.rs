@@ -49,6 +49,8 @@ const DECLARATION_KEYWORDS: &[&str] = &[
     "except",
     "context",
     "rules",
+    "labels",
+    "after",
 ];
 
 /// Parses one file's text into a [`PolicyFile`].
@@ -361,9 +363,9 @@ fn found_token(text: &str, at: usize) -> String {
 }
 
 /// The phrase for "inside a tool, pattern or `defaults` block".
-const TOOL_ATTRIBUTE: &str = "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`) or `}`";
+const TOOL_ATTRIBUTE: &str = "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`, `taints`) or `}`";
 /// The phrase for "inside a mode block".
-const MODE_ITEM: &str = "a mode item (`matrix`, `restrict`, `confirm`) or `}`";
+const MODE_ITEM: &str = "a mode item (`matrix`, `restrict`, `confirm`, `after`) or `}`";
 
 /// A human phrase for a set of expected rules: "a name", "`{`", "a declaration (...)".
 ///
@@ -401,6 +403,7 @@ fn expected_phrase(rules: &[Rule]) -> String {
                             | Rule::kw_confirm
                             | Rule::kw_tenant
                             | Rule::kw_match
+                            | Rule::kw_after
                     ))
                     || (tool_body
                         && matches!(
@@ -414,9 +417,13 @@ fn expected_phrase(rules: &[Rule]) -> String {
                                 | Rule::kw_requires
                                 | Rule::kw_confirm
                                 | Rule::kw_enabled
+                                | Rule::kw_taints
                         ))
                     || (mode_body
-                        && matches!(rule, Rule::kw_matrix | Rule::kw_restrict | Rule::kw_confirm))
+                        && matches!(
+                            rule,
+                            Rule::kw_matrix | Rule::kw_restrict | Rule::kw_confirm | Rule::kw_after
+                        ))
             }
         };
         if grouped {
@@ -463,6 +470,7 @@ fn is_declaration_keyword(rule: Rule) -> bool {
             | Rule::kw_except
             | Rule::kw_context
             | Rule::kw_rules
+            | Rule::kw_labels
     )
 }
 
@@ -484,16 +492,21 @@ fn rule_name(rule: Rule) -> String {
         Rule::role_chain => "a role name",
         Rule::tool_body => "`{`",
         Rule::mode_matrix | Rule::mode_restrict | Rule::mode_confirm => {
-            "a mode item (`matrix`, `restrict`, `confirm`)"
+            "a mode item (`matrix`, `restrict`, `confirm`, `after`)"
         }
+        Rule::after_confirm | Rule::after_deny => {
+            "an `after` line (`confirm EFFECTS`, `deny EFFECTS`, `deny when ...`, `confirm when ...`)"
+        }
+        Rule::after_decl => "an `after` block",
         Rule::attr_effect
         | Rule::attr_permissions
         | Rule::attr_roles
         | Rule::attr_tenant
         | Rule::attr_requires
         | Rule::attr_confirm
-        | Rule::attr_enabled => {
-            "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`)"
+        | Rule::attr_enabled
+        | Rule::attr_taints => {
+            "a tool attribute (`effect`, `permissions`, `roles`, `tenant required`, `requires`, `confirm always`, `enabled`, `taints`)"
         }
         Rule::kw_matrix => "`matrix`",
         Rule::kw_mode => "`mode`",
@@ -778,6 +791,11 @@ impl Builder<'_> {
                 tighten: inner.next()?.as_str() != "ignore",
                 span,
             },
+            Rule::labels_decl => Decl::Labels {
+                names: self.build_name_list(inner.next()?),
+                span,
+            },
+            Rule::after_decl => Decl::After(self.build_after(span, inner)),
             _ => return None,
         };
         Some(decl)
@@ -893,8 +911,52 @@ impl Builder<'_> {
                 effects: self.build_name_list(inner.next()?),
                 span,
             },
+            Rule::after_decl => ModeItem::After(self.build_after(span, inner)),
             _ => return None,
         })
+    }
+
+    /// The inside of an `after` block (its keyword already skipped): the optional label
+    /// list, then its lines in source order.
+    fn build_after<'i>(
+        &mut self,
+        span: Span,
+        inner: impl Iterator<Item = Pair<'i, Rule>>,
+    ) -> AfterDecl {
+        let mut labels = Vec::new();
+        let mut items = Vec::new();
+        for p in inner {
+            match p.as_rule() {
+                Rule::name_list => labels = self.build_name_list(p),
+                Rule::arg_rule => items.extend(self.build_rule(p).map(AfterItem::Rule)),
+                Rule::after_confirm | Rule::after_deny => {
+                    let line = self.span(&p);
+                    let confirm = p.as_rule() == Rule::after_confirm;
+                    let effects = p
+                        .into_inner()
+                        .find(|q| q.as_rule() == Rule::name_list)
+                        .map(|q| self.build_name_list(q))
+                        .unwrap_or_default();
+                    items.push(if confirm {
+                        AfterItem::Confirm {
+                            effects,
+                            span: line,
+                        }
+                    } else {
+                        AfterItem::Deny {
+                            effects,
+                            span: line,
+                        }
+                    });
+                }
+                _ => {}
+            }
+        }
+        AfterDecl {
+            labels,
+            items,
+            span,
+        }
     }
 
     /// A block's attributes and its rules, each in source order.
@@ -936,6 +998,10 @@ impl Builder<'_> {
             Rule::attr_confirm => ToolAttr::ConfirmAlways { span },
             Rule::attr_enabled => ToolAttr::Enabled {
                 value: inner.next()?.as_str() == "true",
+                span,
+            },
+            Rule::attr_taints => ToolAttr::Taints {
+                names: self.build_name_list(inner.next()?),
                 span,
             },
             _ => return None,
@@ -1045,6 +1111,8 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_matches
             | Rule::kw_present
             | Rule::kw_host
+            | Rule::kw_labels
+            | Rule::kw_taints
     )
 }
 

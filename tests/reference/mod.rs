@@ -47,6 +47,8 @@ impl Attrs {
                 }
                 ToolAttr::ConfirmAlways { .. } => a.confirm_always = true,
                 ToolAttr::Enabled { value, .. } => a.enabled = Some(*value),
+                // Labels matter only to a session, which this interpreter does not model.
+                ToolAttr::Taints { .. } => {}
             }
         }
         a
@@ -167,6 +169,8 @@ impl RefPolicy {
                             ModeItem::Confirm { effects, .. } => {
                                 mode.confirm = effects.iter().map(|e| e.text.clone()).collect()
                             }
+                            // `after` blocks apply only within a session (not modelled here).
+                            ModeItem::After(_) => {}
                         }
                     }
                     p.modes.push(mode);

@@ -773,6 +773,171 @@ impl PendingCall {
     }
 }
 
+/// What one agent session has seen: the flow labels its tools put on it (each with the tool,
+/// turn and time that put it there), the current turn's transactional calls and the call
+/// awaiting the user's confirmation. Pass it as `check_call(..., session=...)`: an allowed call
+/// of a tool that `taints` adds its labels, and the policy's `after` blocks tighten what the
+/// session may do once their labels are on it (stage `flow`).
+///
+/// `record(policy, tool)` adds the labels of a call the runtime made without the guard,
+/// `declassify(label)` takes one off (the user's explicit reset), `next_turn()` starts a new
+/// turn (the labels stay). `to_json()` / `Session.from_json(text, policy)` keep it between runs
+/// (`from_json` refuses a corrupt text, another policy's session and an undeclared label with
+/// `ValueError`); it pickles through the same JSON. Thread-safe: its state sits behind a lock
+/// held for each call.
+#[pyclass(frozen, eq, module = "toolwarden", name = "Session")]
+struct Session {
+    inner: std::sync::Mutex<toolwarden::Session>,
+}
+
+impl Session {
+    /// The session, locked. A lock poisoned by a panic keeps the last state written.
+    fn lock(&self) -> std::sync::MutexGuard<'_, toolwarden::Session> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn wrap(inner: toolwarden::Session) -> Session {
+        Session {
+            inner: std::sync::Mutex::new(inner),
+        }
+    }
+}
+
+impl PartialEq for Session {
+    fn eq(&self, other: &Session) -> bool {
+        // Copied one at a time: never two locks held at once.
+        let mine = self.lock().clone();
+        let theirs = other.lock().clone();
+        mine == theirs
+    }
+}
+
+/// A label's source as a dict: label, tool, turn, time.
+fn label_source_to_py(py: Python<'_>, l: &toolwarden::LabelSource) -> PyResult<PyObject> {
+    json_to_py(py, &serde_json::to_value(l).unwrap_or(Value::Null))
+}
+
+#[pymethods]
+impl Session {
+    /// A new session: turn 1, no label, nothing pending, bound to no policy yet.
+    #[new]
+    fn new() -> Session {
+        Session::wrap(toolwarden::Session::new())
+    }
+
+    /// A session from the JSON text `to_json()` returned, for use with `policy`. Raises
+    /// `ValueError` for a corrupt text, another policy's or version's session, or a label the
+    /// policy does not declare.
+    #[staticmethod]
+    fn from_json(text: &Bound<'_, PyAny>, policy: PyRef<'_, Policy>) -> PyResult<Session> {
+        let text = extract_str(text, "text")?;
+        toolwarden::Session::from_json(&text, &policy.inner)
+            .map(Session::wrap)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The session as JSON text.
+    fn to_json(&self) -> String {
+        self.lock().to_json()
+    }
+
+    /// The labels on the session, in the order they came: dicts with `label`, `tool`, `turn`
+    /// and `time` (seconds since the Unix epoch).
+    #[getter]
+    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let labels = self.lock().labels().to_vec();
+        let items = labels
+            .iter()
+            .map(|l| label_source_to_py(py, l))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// Whether `label` is on the session.
+    fn has_label(&self, label: &str) -> bool {
+        self.lock().has_label(label)
+    }
+
+    /// The current turn's number (from 1).
+    #[getter]
+    fn turn(&self) -> u32 {
+        self.lock().turn()
+    }
+
+    /// The current turn's transactional calls.
+    #[getter]
+    fn transactional_calls(&self) -> u32 {
+        self.lock().turn_state().transactional_calls
+    }
+
+    /// The call awaiting the user's confirmation, or `None`.
+    #[getter]
+    fn pending(&self) -> Option<PendingCall> {
+        self.lock()
+            .pending()
+            .cloned()
+            .map(|inner| PendingCall { inner })
+    }
+
+    /// Starts a new turn: the turn number goes up, its count starts from 0; labels stay.
+    fn next_turn(&self) {
+        self.lock().next_turn();
+    }
+
+    /// Takes `label` off the session (the user's explicit reset) and returns where it came
+    /// from (a dict), or `None` when it was not on the session.
+    fn declassify(&self, py: Python<'_>, label: &str) -> PyResult<Option<PyObject>> {
+        let removed = self.lock().declassify(label);
+        removed.map(|l| label_source_to_py(py, &l)).transpose()
+    }
+
+    /// Adds the labels `tool` taints in `policy`, for a call the runtime ran without the guard;
+    /// returns the labels that are new. Raises `ValueError` when the session belongs to another
+    /// policy or version.
+    fn record(&self, policy: PyRef<'_, Policy>, tool: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let tool = extract_str(tool, "tool")?;
+        self.lock()
+            .record(&policy.inner, &tool)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Pickles through `to_json()`; the policy checks the session again on its next use.
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<(PyObject, (String,))> {
+        let rebuild = py
+            .import("toolwarden")?
+            .getattr("Session")?
+            .getattr("_from_state")?
+            .unbind();
+        Ok((rebuild, (self.to_json(),)))
+    }
+
+    /// The session `__reduce__` pickled (checked against the policy on its first use).
+    #[staticmethod]
+    fn _from_state(text: &str) -> PyResult<Session> {
+        serde_json::from_str::<toolwarden::Session>(text)
+            .map(Session::wrap)
+            .map_err(|e| PyValueError::new_err(format!("the session is corrupt: {e}")))
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.lock();
+        let labels: Vec<&str> = s.labels().iter().map(|l| l.label.as_str()).collect();
+        format!(
+            "Session(turn={}, transactional_calls={}, labels={:?}, pending={})",
+            s.turn(),
+            s.turn_state().transactional_calls,
+            labels,
+            if s.pending().is_some() {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Verdict
 // ---------------------------------------------------------------------------------------------
@@ -1438,7 +1603,13 @@ impl Policy {
     /// `pending` call that matches this call (same digest) exempts its tool from the intent
     /// stage. Raises `RequestError`, `ValueError` for unacceptable JSON text, `TypeError` for
     /// wrong types.
-    #[pyo3(signature = (request, tool, args, turn=None, pending=None, query=None, intent=None, *, strict=true))]
+    ///
+    /// `session` (a `Session`, updated in place) holds the turn's count, the pending call and
+    /// the flow labels instead of `turn` and `pending` (which cannot be given with it; it is
+    /// always strict): stage `flow` applies the policy's `after` blocks, and an allowed call of
+    /// a tool that `taints` adds its labels. Raises `RequestError` for a session of another
+    /// policy or version.
+    #[pyo3(signature = (request, tool, args, turn=None, pending=None, query=None, intent=None, *, strict=true, session=None))]
     #[allow(clippy::too_many_arguments)]
     fn check_call<'py>(
         &self,
@@ -1451,10 +1622,37 @@ impl Policy {
         query: Option<&Bound<'py, PyAny>>,
         intent: Option<&Bound<'py, PyAny>>,
         strict: bool,
+        session: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Verdict> {
         let source = IntentSource::from_args(query, intent)?;
         let tool = extract_str(tool, "tool")?;
         let args = args_value(args)?;
+        if let Some(s) = session.filter(|s| !s.is_none()) {
+            let s = s
+                .downcast::<Session>()
+                .map_err(|_| type_error("session", "a Session", s))?;
+            if turn.is_some_and(|t| !t.is_none()) || pending.is_some_and(|p| !p.is_none()) {
+                return Err(PyTypeError::new_err(
+                    "session holds the turn and the pending call: give session, or turn and pending, not both",
+                ));
+            }
+            if !strict {
+                return Err(PyValueError::new_err(
+                    "a session is always strict: a confirmation is trusted only against its pending call",
+                ));
+            }
+            let session = s.get();
+            let request = &request.inner;
+            let policy = &self.inner;
+            let verdict = py
+                .allow_threads(|| {
+                    let intent = source.resolve(policy);
+                    let mut locked = session.lock();
+                    policy.check_call_session(request, &intent, &mut locked, &tool, &args)
+                })
+                .map_err(request_error)?;
+            return Ok(Verdict { inner: verdict });
+        }
         let turn: Option<Py<Turn>> = match turn.filter(|t| !t.is_none()) {
             Some(t) => Some(
                 t.downcast::<Turn>()
@@ -1546,6 +1744,7 @@ fn _toolwarden(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Request>()?;
     m.add_class::<Intent>()?;
     m.add_class::<Turn>()?;
+    m.add_class::<Session>()?;
     m.add_class::<PendingCall>()?;
     m.add_class::<Verdict>()?;
     m.add_class::<ToolSet>()?;

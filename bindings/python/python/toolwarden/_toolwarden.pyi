@@ -30,6 +30,8 @@ _StageName = Literal[
     "intent",
     "tenant_arg",
     "requires",
+    "arguments",
+    "flow",
     "confirmation",
     "turn_limit",
 ]
@@ -153,6 +155,31 @@ class Turn:
 
     transactional_calls: int
     def __new__(cls, transactional_calls: int = 0) -> Turn: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class Session:
+    """What one agent session has seen: its flow labels (with the tool, turn and time that put
+    each there), the turn's transactional calls and the call awaiting confirmation. Pass it as
+    ``check_call(..., session=...)``; it pickles through ``to_json()``."""
+
+    labels: List[Dict[str, Any]]
+    turn: int
+    transactional_calls: int
+    pending: Optional[PendingCall]
+    def __new__(cls) -> Session: ...
+    @staticmethod
+    def from_json(text: str, policy: Policy) -> Session:
+        """Raises ``ValueError`` for a corrupt text, another policy's or version's session, or
+        a label the policy does not declare."""
+    def to_json(self) -> str: ...
+    def has_label(self, label: str) -> bool: ...
+    def next_turn(self) -> None:
+        """A new turn: its count starts from 0; the labels stay."""
+    def declassify(self, label: str) -> Optional[Dict[str, Any]]:
+        """Takes ``label`` off; returns its source dict, or ``None`` when it was not on."""
+    def record(self, policy: Policy, tool: str) -> List[str]:
+        """Adds the labels ``tool`` taints (a call run without the guard); returns the new ones."""
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -317,6 +344,7 @@ class Policy:
         intent: _IntentArg = None,
         *,
         strict: bool = True,
+        session: Optional[Session] = None,
     ) -> Verdict:
         """Judges one call. ``args`` may be the model's JSON text. With ``strict`` (the default)
         a confirmation is trusted only against ``pending``: a confirmed call with no pending

@@ -1,0 +1,181 @@
+//! `guard --session FILE` and `explain --labels` / `--session`: the session file is created,
+//! carries the labels of allowed calls, is refused when it does not fit the policy (and left
+//! unchanged), and explain shows stage `flow`.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+mod scratch;
+use scratch::Scratch;
+
+const POLICY: &str = "policy \"s\" version 1\neffects none, write, execute\nmode agent { }\n\
+default mode agent\nconfirm fields \"confirmed\"\nlabels untrusted\n\
+tool get_webpage { effect none  taints untrusted }\ntool save { effect write }\n\
+tool run_shell { effect execute }\n\
+after untrusted {\n  confirm write\n  deny execute\n}\n";
+
+fn toolwarden() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+}
+
+/// (exit code, stdout, stderr)
+fn outcome(out: &Output) -> (i32, String, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `guard --json --session` for `tool` with `args`; the printed JSON.
+fn guard(dir: &Scratch, tool: &str, args: &str, new_turn: bool) -> (i32, Value, String) {
+    let mut cmd = toolwarden();
+    cmd.arg("guard")
+        .arg("-p")
+        .arg(dir.path("s.warden"))
+        .args(["--tool", tool, "--args", args, "--json", "--session"])
+        .arg(dir.path("session.json"));
+    if new_turn {
+        cmd.arg("--new-turn");
+    }
+    let (code, stdout, stderr) = outcome(&cmd.output().expect("the binary runs"));
+    let v = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (code, v, stderr)
+}
+
+#[test]
+fn guard_keeps_the_session_in_one_file() {
+    let dir = Scratch::new("flow_session");
+    std::fs::write(dir.path("s.warden"), POLICY).unwrap();
+    let (code, v, _) = guard(&dir, "run_shell", "{}", true);
+    assert_eq!((code, v["decision"].as_str()), (0, Some("allow")));
+    let (_, v, _) = guard(&dir, "get_webpage", "{}", false);
+    assert_eq!(v["decision"], "allow");
+    assert_eq!(v["session"]["labels"][0]["label"], "untrusted");
+    assert_eq!(v["session"]["labels"][0]["tool"], "get_webpage");
+    assert_eq!(v["session"]["labels"][0]["turn"], 1);
+
+    let (_, v, _) = guard(&dir, "run_shell", "{}", true);
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["metadata"]["stage"], "flow");
+    assert_eq!(
+        v["error"],
+        "`run_shell` is denied: the session read untrusted content from get_webpage in turn 1, and `after untrusted` denies effect `execute`"
+    );
+    assert_eq!(v["session"]["turn"], 2);
+
+    // Held in this turn, then confirmed in the same turn: the user has not answered yet.
+    let (_, v, _) = guard(&dir, "save", "{\"path\": \"a\"}", false);
+    assert_eq!(v["decision"], "confirm");
+    assert_eq!(v["metadata"]["stage"], "flow");
+    let (_, v, _) = guard(
+        &dir,
+        "save",
+        "{\"path\": \"a\", \"confirmed\": true}",
+        false,
+    );
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(
+        v["error"],
+        "the user has not answered yet: a call held in this turn is confirmed in a later one (--new-turn)"
+    );
+    // Another call does not replace it in this turn.
+    let (_, v, _) = guard(&dir, "save", "{\"path\": \"b\"}", false);
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(
+        v["error"],
+        "`save` is awaiting the user's confirmation of another call; answer it first or start a new turn with --new-turn"
+    );
+    // The next turn: the user's yes runs it.
+    let (_, v, _) = guard(&dir, "save", "{\"path\": \"a\", \"confirmed\": true}", true);
+    assert_eq!(v["decision"], "allow");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path("session.json")).unwrap()).unwrap();
+    assert_eq!(file["pending"], Value::Null);
+    assert_eq!(file["turn"], 3);
+    assert_eq!(file["transactional_calls"], 1);
+}
+
+#[test]
+fn a_session_file_that_does_not_fit_is_refused_and_kept() {
+    let dir = Scratch::new("flow_refused");
+    std::fs::write(dir.path("s.warden"), POLICY).unwrap();
+    std::fs::write(dir.path("session.json"), "{ nope").unwrap();
+    let (code, _, stderr) = guard(&dir, "save", "{}", false);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.starts_with(&format!(
+            "error: session file `{}` is refused (the session is corrupt: ",
+            dir.path("session.json").display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("; delete it to start a new session\n"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path("session.json")).unwrap(),
+        "{ nope"
+    );
+    // Another policy's session.
+    let (_, v, _) = guard(&dir, "get_webpage", "{}", false);
+    assert_eq!(v, Value::Null);
+    std::fs::remove_file(dir.path("session.json")).unwrap();
+    guard(&dir, "get_webpage", "{}", false);
+    std::fs::write(
+        dir.path("s.warden"),
+        POLICY.replace("version 1", "version 2"),
+    )
+    .unwrap();
+    let (code, _, stderr) = guard(&dir, "save", "{}", false);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: session file `{}` is refused (the session belongs to policy `s` version 1, not `s` version 2; start a new session); delete it to start a new session\n",
+            dir.path("session.json").display()
+        )
+    );
+}
+
+#[test]
+fn explain_shows_the_flow_stage_for_labels() {
+    let dir = Scratch::new("flow_explain");
+    std::fs::write(dir.path("s.warden"), POLICY).unwrap();
+    let out = toolwarden()
+        .arg("explain")
+        .arg("-p")
+        .arg(dir.path("s.warden"))
+        .args(["--tool", "run_shell", "--labels", "untrusted", "--json"])
+        .output()
+        .expect("the binary runs");
+    let (code, stdout, stderr) = outcome(&out);
+    assert_eq!(code, 0, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["decision"], "deny");
+    assert_eq!(v["stage"], "flow");
+    let flow = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stage"] == "flow")
+        .unwrap();
+    assert_eq!(flow["result"], "fail");
+    assert_eq!(flow["detail"], "`after untrusted` denies effect `execute`");
+
+    let out = toolwarden()
+        .arg("explain")
+        .arg("-p")
+        .arg(dir.path("s.warden"))
+        .args(["--tool", "run_shell", "--labels", "tainted"])
+        .output()
+        .expect("the binary runs");
+    let (code, _, stderr) = outcome(&out);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "error: `--labels`: the session holds label `tainted`, which the policy does not declare; it declares `untrusted`\n"
+    );
+}
