@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo bench --bench evaluator` (one group: `cargo bench --bench evaluator -- evaluate/`;
 //! stage `flow` with and without a session: `-- flow/`).
+//! The group `rules` times `check_call` on a tool with four argument rules (`under`, `=~`, `>`,
+//! `in query`) against the same call on the same tool without them, and compiling a 1,200-tool
+//! policy with three rules on every tool (`-- rules/`).
 //! docs/performance.md records the figures.
 
 use std::hint::black_box;
@@ -16,6 +19,59 @@ use toolwarden::{Intent, Session, ToolSet, Turn};
 mod gen;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The 180-tool bench policy plus one tool, `pay`, with `rules` in its body (or none).
+fn with_pay_tool(rules: &str) -> toolwarden::Policy {
+    let mut text = gen::policy_text(180);
+    text.push_str(&format!(
+        "tool pay {{\n  effect write  permissions \"area0.add\"  tenant required\n{rules}}}\n"
+    ));
+    let path = format!("{REPO}/policies/bench.warden");
+    match toolwarden::Policy::parse(&text, &path) {
+        Ok(p) => p,
+        Err(e) => panic!("bench policy must load: {e}"),
+    }
+}
+
+fn bench_rules(c: &mut Criterion) {
+    let mut group = c.benchmark_group("rules");
+    let four = "  deny when path not under \"/workspace\"\n  deny when content =~ \"AKIA[0-9A-Z]{16}\"\n  confirm when amount > 100\n  confirm when recipient not in query\n";
+    let args = serde_json::json!({
+        "business_id": "b-42",
+        "path": "/workspace/reports/q3.md",
+        "content": "Quarterly summary: revenue grew 4% over the quarter, see the figures per region.",
+        "amount": 42.5,
+        "recipient": "alice@example.com",
+        "confirmed": true
+    });
+    let request = gen::request();
+    for (label, rules) in [
+        ("check_call_without_rules", ""),
+        ("check_call_four_rules", four),
+    ] {
+        let policy = with_pay_tool(rules);
+        let intent = policy.classify("please pay 42.5 to alice@example.com for the q3 report");
+        // The rules must be evaluated and stay silent: the call is allowed either way.
+        let mut turn = Turn::new();
+        match policy.check_call(&request, &intent, &mut turn, "pay", &args) {
+            Ok(v) if v.decision == toolwarden::Decision::Allow => {}
+            other => panic!("{label}: the bench call must be allowed: {other:?}"),
+        }
+        group.bench_function(label, |b| {
+            b.iter(|| {
+                let mut turn = Turn::new();
+                policy.check_call(&request, &intent, &mut turn, black_box("pay"), &args)
+            })
+        });
+    }
+    group.sample_size(20);
+    let path = format!("{REPO}/policies/bench.warden");
+    let text = gen::policy_text_with_rules(1_200);
+    group.bench_function("parse_check_compile_1200_tools_3_rules", |b| {
+        b.iter(|| toolwarden::Policy::parse(black_box(&text), &path).map(|p| p.tools().count()))
+    });
+    group.finish();
+}
 
 fn bench_compile(c: &mut Criterion) {
     let mut group = c.benchmark_group("compile");
@@ -185,6 +241,7 @@ criterion_group!(
     bench_compile,
     bench_evaluate,
     bench_flow,
-    bench_classify
+    bench_classify,
+    bench_rules
 );
 criterion_main!(benches);

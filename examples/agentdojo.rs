@@ -13,7 +13,9 @@
 //! 2. security: each injection task's calls are checked with `check_call`, as if the model had
 //!    been hijacked while serving a read-only user task (a task whose ground-truth calls all have
 //!    effect `none`), under that user task's intent; a call is blocked when the verdict is
-//!    `deny`.
+//!    `deny`. The calls carry no arguments (this file has none), so a tool that `requires`
+//!    arguments is denied at stage `requires`; `examples/agentdojo_calls.rs` judges the calls
+//!    with their arguments, in mode `autonomous`.
 //!
 //! Only task ids, tool names and decisions are printed, never the suite's prompt text.
 

@@ -231,6 +231,7 @@ fn the_shipped_policies_check_clean() {
         "policies/connectors.warden",
         "policies/retail.warden",
         "policies/examples/agentdojo-banking.warden",
+        "policies/examples/agentdojo-slack.warden",
     ] {
         let policy = Policy::from_file(path).unwrap_or_else(|e| panic!("{}", e.render()));
         let (rendered, _) = report(path);

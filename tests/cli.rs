@@ -56,6 +56,7 @@ fn check_passes_the_shipped_policies() {
         "policies/connectors.warden",
         "policies/retail.warden",
         "policies/examples/agentdojo-banking.warden",
+        "policies/examples/agentdojo-slack.warden",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
@@ -63,7 +64,8 @@ fn check_passes_the_shipped_policies() {
         "policies/finance.warden: ok\n\
          policies/connectors.warden: ok\n\
          policies/retail.warden: ok\n\
-         policies/examples/agentdojo-banking.warden: ok\n"
+         policies/examples/agentdojo-banking.warden: ok\n\
+         policies/examples/agentdojo-slack.warden: ok\n"
     );
     assert_eq!(stderr(&o), "");
 }

@@ -2,7 +2,10 @@
 //! path (`under`, `=~`, number comparisons, `in` literals and `context` sets, `matches` on a
 //! normalized path, `host()` of a lower-case ASCII host, `present`, `any`), whether it fires or
 //! not, once a regular expression's search cache exists; `in query` allocates the value's
-//! normalized text and its words.
+//! normalized text and its words. Through `check_call`, a tool with four rules that do not
+//! fire allocates exactly what the same call on a tool without rules does, plus the vector of
+//! the request's `context` sets when the policy declares any, plus the words of the query and
+//! of the value for `in query`: the verdict is all the rest.
 //!
 //! Counts are per thread (the test harness runs tests on several threads at once).
 
@@ -109,4 +112,90 @@ fn in_query_allocates_the_values_words() {
     let allocs = ALLOCS.with(Cell::get) - before;
     // The normalizer's `String` and the value's words.
     assert_eq!((fires, allocs), (false, 2));
+}
+
+/// A policy with two tools alike but for the four rules of `ruled`; `context` sets declared
+/// when `contexts`.
+fn two_tools(rules: &str, contexts: bool) -> toolwarden::Policy {
+    let text = format!(
+        "policy \"p\" version 1\neffects none, write\nintents write > read\nfallback read\n\
+         keywords write {{ en \"send\" }}\n\
+         matrix m {{\n  none write\n  read allow allow\n  write allow allow\n}}\nmode m {{ matrix m }}\n\
+         confirm fields \"confirmed\"\n{}\
+         tool plain {{ effect write  requires path }}\n\
+         tool ruled {{\n  effect write\n  requires path\n{rules}}}\n",
+        if contexts { "context contacts\n" } else { "" }
+    );
+    toolwarden::Policy::parse(&text, "p.warden").expect("loads")
+}
+
+/// Allocations of one `check_call` of `tool`, after one call that warms the regular
+/// expressions' caches.
+fn call_allocs(
+    policy: &toolwarden::Policy,
+    request: &toolwarden::Request,
+    intent: &toolwarden::Intent,
+    tool: &str,
+    args: &serde_json::Value,
+) -> usize {
+    let mut turn = toolwarden::Turn::new();
+    let _ = policy.check_call(request, intent, &mut turn, tool, args);
+    let before = ALLOCS.with(Cell::get);
+    let v = policy
+        .check_call(request, intent, &mut turn, tool, args)
+        .expect("fits");
+    let allocs = ALLOCS.with(Cell::get) - before;
+    assert_eq!(
+        v.decision,
+        toolwarden::Decision::Allow,
+        "{tool}: {}",
+        v.reason
+    );
+    assert!(v.rules.is_empty());
+    drop(v);
+    allocs
+}
+
+#[test]
+fn check_call_with_rules_allocates_what_the_call_without_rules_does() {
+    let args = json!({
+        "path": "/workspace/report.md",
+        "content": "quarterly figures",
+        "amount": 42.5,
+        "recipient": "alice",
+    });
+    let four = "  deny when path not under \"/workspace\"\n  deny when content =~ \"AKIA[0-9A-Z]{16}\"\n  confirm when amount > 100\n";
+    // `under`, `=~`, `>` and `in` a literal list: nothing more than the call without rules.
+    let p = two_tools(
+        &format!("{four}  confirm when recipient not in \"alice\", \"bob\"\n"),
+        false,
+    );
+    let (request, intent) = (
+        toolwarden::Request::new("m"),
+        toolwarden::Intent::named("write"),
+    );
+    let plain = call_allocs(&p, &request, &intent, "plain", &args);
+    let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
+    assert_eq!(ruled, plain);
+
+    // `in context.contacts`: the per-call vector of the request's sets, once.
+    let p = two_tools(
+        &format!("{four}  confirm when recipient not in context.contacts\n"),
+        true,
+    );
+    let request = toolwarden::Request::new("m").context("contacts", ["alice"]);
+    let plain = call_allocs(&p, &request, &intent, "plain", &args);
+    let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
+    assert_eq!(ruled, plain + 1);
+
+    // `in query`: the query's words once per call, then the value's normalized text and words.
+    let p = two_tools(
+        &format!("{four}  confirm when recipient not in query\n"),
+        false,
+    );
+    let intent = p.classify("send the report to alice");
+    let request = toolwarden::Request::new("m");
+    let plain = call_allocs(&p, &request, &intent, "plain", &args);
+    let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
+    assert_eq!(ruled, plain + 3);
 }

@@ -116,6 +116,35 @@ pub fn policy_text(n: usize) -> String {
     s
 }
 
+/// [`policy_text`] with three argument rules on every tool: a directory (`under`), an amount
+/// (`>`) and, in turn, a recipient (`in context.contacts, query`), recipients (`[*] matches`),
+/// a statement (`=~`) or a host (`host() in`).
+pub fn policy_text_with_rules(n: usize) -> String {
+    let mut s = policy_text(0);
+    s.push_str("context contacts\n");
+    let third = [
+        "confirm when recipient not in context.contacts, query",
+        "confirm when to[*] not matches \"*@example.com\"",
+        "deny when statement =~ \"(?i)\\\\b(drop|truncate)\\\\b\"",
+        "deny when host(url) not in \"github.com\", \"docs.rs\"",
+    ];
+    for i in 0..n {
+        let t = tool(i);
+        let roles = t.role.map_or(String::new(), |r| format!(" roles {r}"));
+        let _ = writeln!(
+            s,
+            "tool {} {{\n  effect {}  permissions \"{}\"  tenant required{roles}\n  deny when path not under \"/workspace/area{}\"\n  confirm when amount > {}\n  {}\n}}",
+            t.name,
+            EFFECTS[t.effect],
+            t.permission,
+            i % 8,
+            100 + i,
+            third[i % third.len()]
+        );
+    }
+    s
+}
+
 /// The generated policy with `n` tools, loaded as if it were `<repo>/policies/bench.warden`
 /// (so its `include "lexicon/standard.warden"` resolves); `repo` is the repository root.
 pub fn load(n: usize, repo: &str) -> (Policy, Vec<String>) {

@@ -1,7 +1,10 @@
 //! Strategies shared by the differential and property tests: random policies as warden text,
-//! random requests (in the compiled and the reference form) and random call arguments.
+//! random requests (in the compiled and the reference form) and random call arguments;
+//! `rules.rs` the same for policies with argument rules.
 
 #![allow(dead_code)]
+
+pub mod rules;
 
 use proptest::prelude::*;
 use proptest::sample::subsequence;
@@ -406,6 +409,8 @@ impl Req {
             connectors,
             forced: self.forced.iter().map(|s| s.to_string()).collect(),
             intents: self.intents.iter().map(|s| s.to_string()).collect(),
+            query: None,
+            contexts: Vec::new(),
         }
     }
 }

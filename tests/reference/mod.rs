@@ -1,7 +1,7 @@
 //! A deliberately simple reference interpreter for the warden language.
 //!
 //! It reads the syntax tree (`toolwarden::syntax::parse_file`) directly and answers `offer`
-//! (stages 1–7 plus confirmation) and `check_call` (stages 8–11) from the text of DESIGN.md,
+//! (stages 1–7 plus confirmation) and `check_call` (stages 8–12) from the text of DESIGN.md,
 //! "Semantics of offer" and "Semantics of check_call": no graph, no tables, no bit sets, only
 //! strings, vectors and loops. It trusts its input to be a policy that loaded (the differential
 //! test only hands it text `Policy::parse` accepted), so it does no checking of its own.
@@ -10,12 +10,41 @@
 //! a `defaults` block fills the attributes a tool or pattern leaves out (not only unknown tools
 //! under `unknown allow`), and with several intents (`combine union`) an effect is offered when
 //! any of their cells offers it and needs confirmation when any of their cells says `confirm`.
+//!
+//! Argument rules (stage 10) are in `rules.rs`: a tool's or pattern's own rules, then those of
+//! the `rules` blocks and the `defaults` blocks, in that order.
 
 #![allow(dead_code)]
 
+pub mod rules;
+
 use serde_json::Value;
-use toolwarden::syntax::ast::{Decl, ModeItem, ToolAttr};
+use toolwarden::syntax::ast::{Condition, Decl, ModeItem, RuleDecl, ToolAttr};
 use toolwarden::syntax::{ast::FileId, parse_file};
+
+/// One argument rule: its outcome, condition and where it starts (`line`, `column`, both from
+/// 1, counted in characters).
+#[derive(Clone, Debug)]
+pub struct RefRule {
+    pub outcome: &'static str,
+    pub condition: Condition,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl RefRule {
+    fn from_ast(text: &str, r: &RuleDecl) -> RefRule {
+        let before = &text[..r.span.start as usize];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        RefRule {
+            outcome: r.outcome.as_str(),
+            condition: r.condition.clone(),
+            line,
+            column,
+        }
+    }
+}
 
 /// A tool's, pattern's or `defaults` block's attributes as written.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +56,9 @@ pub struct Attrs {
     pub requires: Option<Vec<String>>,
     pub confirm_always: bool,
     pub enabled: Option<bool>,
+    /// The tool's or pattern's own argument rules (a `defaults` block's apply to every tool and
+    /// are kept in [`RefPolicy::global_rules`]).
+    pub rules: Vec<RefRule>,
 }
 
 impl Attrs {
@@ -64,6 +96,7 @@ impl Attrs {
             requires: self.requires.clone().or_else(|| d.requires.clone()),
             confirm_always: self.confirm_always || d.confirm_always,
             enabled: self.enabled.or(d.enabled),
+            rules: self.rules.clone(),
         }
     }
 }
@@ -104,6 +137,10 @@ pub struct RefPolicy {
     pub confirm_fields: Vec<String>,
     pub tenant_arg: Option<String>,
     pub limit: Option<u64>,
+    /// The declared `context` sets.
+    pub contexts: Vec<String>,
+    /// The rules of the `rules` blocks, then those of the `defaults` blocks.
+    pub global_rules: Vec<RefRule>,
 }
 
 /// A request as the reference reads it.
@@ -117,6 +154,10 @@ pub struct RefRequest {
     pub forced: Vec<String>,
     /// The intents that count (one under `combine priority`).
     pub intents: Vec<String>,
+    /// The user's query as typed, when known (`in query` reads it).
+    pub query: Option<String>,
+    /// The `context` sets supplied: name and values.
+    pub contexts: Vec<(String, Vec<String>)>,
 }
 
 /// `Ok((decision, stage))` with decision `"allow" | "confirm" | "deny"` and stage the name of
@@ -197,15 +238,30 @@ impl RefPolicy {
                 }
                 Decl::TenantArg { name, .. } => p.tenant_arg = Some(name.text.clone()),
                 Decl::Limit { max, .. } => p.limit = Some(max.value),
-                Decl::Tool(t) => p
-                    .tools
-                    .push((t.name.text.clone(), Attrs::from_ast(&t.attrs))),
-                Decl::Match(m) => p
-                    .patterns
-                    .push((m.pattern.text.clone(), Attrs::from_ast(&m.attrs))),
+                Decl::Tool(t) => {
+                    let mut a = Attrs::from_ast(&t.attrs);
+                    a.rules = t.rules.iter().map(|r| RefRule::from_ast(text, r)).collect();
+                    p.tools.push((t.name.text.clone(), a))
+                }
+                Decl::Match(m) => {
+                    let mut a = Attrs::from_ast(&m.attrs);
+                    a.rules = m.rules.iter().map(|r| RefRule::from_ast(text, r)).collect();
+                    p.patterns.push((m.pattern.text.clone(), a))
+                }
+                Decl::Context { names, .. } => {
+                    p.contexts.extend(names.iter().map(|n| n.text.clone()))
+                }
+                Decl::Rules(r) => p
+                    .global_rules
+                    .extend(r.rules.iter().map(|r| RefRule::from_ast(text, r))),
                 _ => {}
             }
         }
+        p.global_rules.extend(
+            file.defaults_rules
+                .iter()
+                .map(|r| RefRule::from_ast(text, r)),
+        );
         p
     }
 
@@ -368,9 +424,33 @@ impl RefPolicy {
         (!server.is_empty() && !tool.is_empty()).then_some(server)
     }
 
-    /// `check_call`: stages 1–7 as `offer`, then 8–11. `turn` is the number of transactional
+    /// `check_call`: stages 1–7 as `offer`, then 8–12. `turn` is the number of transactional
     /// calls the turn already ran; on allow the new count is returned alongside.
     pub fn check_call(&self, r: &RefRequest, turn: &mut u64, name: &str, args: &Value) -> Outcome {
+        self.check_call_judged(r, turn, name, args).0
+    }
+
+    /// [`RefPolicy::check_call`] and the argument rules that fired (empty unless stage 10 ran).
+    pub fn check_call_judged(
+        &self,
+        r: &RefRequest,
+        turn: &mut u64,
+        name: &str,
+        args: &Value,
+    ) -> (Outcome, Fired) {
+        let mut fired = Fired::default();
+        let outcome = self.judge_call(r, turn, name, args, &mut fired);
+        (outcome, fired)
+    }
+
+    fn judge_call(
+        &self,
+        r: &RefRequest,
+        turn: &mut u64,
+        name: &str,
+        args: &Value,
+        fired: &mut Fired,
+    ) -> Outcome {
         let offered = self.offer(r, name)?;
         if offered.0 == "deny" {
             return Ok(offered);
@@ -397,17 +477,51 @@ impl RefPolicy {
                 return deny("requires");
             }
         }
-        // 10. confirmation
-        if offered.0 == "confirm" {
+        // 10. arguments: every rule runs on the arguments without the confirmation fields.
+        if r.contexts.iter().any(|(n, _)| !self.contexts.contains(n)) {
+            return Err("unknown_context");
+        }
+        let mut judged = obj.clone();
+        for f in &self.confirm_fields {
+            judged.remove(f);
+        }
+        let judged = Value::Object(judged);
+        let given = rules::Given {
+            query: r.query.as_deref(),
+            contexts: &r.contexts,
+        };
+        for rule in a.rules.iter().chain(&self.global_rules) {
+            if rules::eval(&rule.condition, &judged, &given) != rules::Truth::False {
+                fired.rules.push((rule.line, rule.column, rule.outcome));
+            }
+        }
+        let first = |outcome: Option<&str>| {
+            fired
+                .rules
+                .iter()
+                .find(|(_, _, o)| outcome.is_none_or(|x| x == *o))
+                .map(|(l, c, _)| (*l, *c))
+        };
+        if let Some(at) = first(Some("deny")) {
+            fired.decisive = Some(at);
+            return deny("arguments");
+        }
+        let rule_confirm = first(None);
+        // 11. confirmation: the matrix, the mode or `confirm always`, or a fired `confirm` rule.
+        if offered.0 == "confirm" || rule_confirm.is_some() {
             let confirmed = self
                 .confirm_fields
                 .iter()
                 .any(|f| obj.get(f) == Some(&Value::Bool(true)));
             if !confirmed {
-                return Ok(("confirm", Some("confirmation")));
+                if offered.0 == "confirm" {
+                    return Ok(("confirm", Some("confirmation")));
+                }
+                fired.decisive = rule_confirm;
+                return Ok(("confirm", Some("arguments")));
             }
         }
-        // 11. turn limit
+        // 12. turn limit
         if a.effect.as_deref() != Some("none") {
             if let Some(limit) = self.limit {
                 if *turn >= limit {
@@ -418,6 +532,15 @@ impl RefPolicy {
         }
         Ok(("allow", None))
     }
+}
+
+/// The argument rules a call fired, as `(line, column, outcome)` in evaluation order, and the
+/// rule that decided when a rule did (the first `deny`, else the first `confirm` when nothing
+/// else asked for confirmation).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fired {
+    pub rules: Vec<(usize, usize, &'static str)>,
+    pub decisive: Option<(usize, usize)>,
 }
 
 /// `*` matches any run of characters (possibly empty); a dynamic program over characters.
