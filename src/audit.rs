@@ -6,18 +6,34 @@
 //! would have happened. Each record is one line:
 //!
 //! ```json
-//! {"time":"2026-11-29T20:00:00Z","policy":"finance-assistant","generation":1,
-//!  "request":"<hex sha-256>","op":"offer","tool":"delete_invoice","decision":"deny",
-//!  "stage":"intent","source":"finance.warden:28:33","enforcement":"enforce"}
+//! {"time":"2026-11-29T20:00:00Z","decision_id":"5f0c…","policy":"finance-assistant",
+//!  "policy_version":3,"policy_sha256":"<hex>","generation":1,"request":"<hex sha-256>",
+//!  "op":"offer","tool":"delete_invoice","decision":"deny","stage":"intent",
+//!  "source":"finance.warden:28:33","enforcement":"enforce"}
 //! ```
 //!
-//! In advisory mode `decision` is what the caller got (`allow`) and two more fields say what
-//! enforcement would have done: `"enforcement":"advisory"`, `"would_be":"deny"` (present on
-//! every record, equal to `decision` when nothing was overridden) and `"overridden":true|false`.
+//! `decision_id` names the decision (a random UUID, unique per record, as in the gateway's
+//! log); `policy`, `policy_version` (`null` when the policy declares none) and `policy_sha256`
+//! name the policy that made it, the digest as [`policy_sha256`] computes it (the gateway's
+//! records carry the same). In advisory mode `decision` is what the caller got (`allow`) and
+//! two more fields say what enforcement would have done: `"enforcement":"advisory"`,
+//! `"would_be":"deny"` (present on every record, equal to `decision` when nothing was
+//! overridden) and `"overridden":true|false`.
 //!
 //! `request` is the SHA-256 of the request and intent as canonical JSON, so equal requests
 //! share a digest and the log holds no names or tenants. `time` comes from a [`Clock`]
 //! (UTC, RFC 3339, second precision); tests inject a fixed one.
+//!
+//! What is written when: the records of one call ([`Auditor::offer`]: one per tool;
+//! [`Auditor::check_call`]: one) are built whole, handed to the writer in one `write_all`, and
+//! the writer is flushed, all before the decision is returned; a decision whose records cannot
+//! be written is not returned ([`AuditError::Write`]). For a `File` that puts every record in
+//! the kernel's cache before the caller acts on it, so a process killed at any point (`kill
+//! -9` included) leaves every record of a decision it acted on. Surviving a power loss or a
+//! kernel crash as well needs the data on the disk: [`Auditor::with_sync`] with a file calls
+//! `fsync` after each flush (at the cost of a disk write per decision). A writer of another
+//! kind (a socket, a buffer) gets the same `write_all` and `flush`; what those promise is its
+//! own.
 //!
 //! ```
 //! use toolwarden::audit::{Auditor, Enforcement, FixedClock};
@@ -32,6 +48,7 @@
 //! drop(auditor);
 //! let line = String::from_utf8(log).unwrap();
 //! assert!(line.contains(r#""decision":"allow""#) && line.contains(r#""would_be":"deny""#));
+//! assert!(line.contains(r#""decision_id":""#) && line.contains(r#""policy_sha256":""#));
 //! ```
 
 use std::io::Write;
@@ -116,6 +133,27 @@ pub fn rfc3339(secs: u64) -> String {
     )
 }
 
+/// Hex SHA-256 of a policy's text: over each of its source files in order (the policy's file,
+/// then its includes), the file's length in bytes (8 bytes, little-endian) and then its text.
+/// The same text has the same digest wherever it is read from; the `policy_sha256` of every
+/// audit record (the [`Auditor`]'s and the gateway's).
+pub fn policy_sha256(policy: &Policy) -> String {
+    let sources = policy.sources();
+    let mut h = Sha256::new();
+    for i in 0..sources.len() {
+        let file = crate::span::FileId(u32::try_from(i).unwrap_or(u32::MAX));
+        let text = sources.text(file);
+        h.update((text.len() as u64).to_le_bytes());
+        h.update(text.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A fresh `decision_id`: a random version 4 UUID.
+pub fn new_decision_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
 /// Hex SHA-256 of the request and the intents that count, as canonical JSON.
 pub fn request_digest(request: &Request, intent: &Intent) -> String {
     let canonical = json!({ "request": request, "intents": intent.intents });
@@ -144,6 +182,21 @@ pub struct Auditor<W: Write> {
     writer: W,
     enforcement: Enforcement,
     clock: Box<dyn Clock + Send + Sync>,
+    /// Called after each flush when set ([`Auditor::with_sync`]).
+    sync: Option<fn(&mut W) -> std::io::Result<()>>,
+    /// The last policy's digest, by the address of its compiled form (a policy is immutable,
+    /// and kept alive by the `Policy` handle the caller passes, so an address names one text
+    /// while it is live; the handle kept here keeps it live).
+    digest: Option<(Policy, String)>,
+}
+
+impl Auditor<std::fs::File> {
+    /// Has the file's data synced to its disk (`fsync`, as `File::sync_data`) after each
+    /// flush, so a record survives a power loss or a kernel crash too, not only the process
+    /// dying; each decision then waits for a disk write.
+    pub fn with_sync(self) -> Auditor<std::fs::File> {
+        self.with_sync_by(|f: &mut std::fs::File| f.sync_data())
+    }
 }
 
 impl<W: Write> std::fmt::Debug for Auditor<W> {
@@ -162,6 +215,8 @@ impl<W: Write> Auditor<W> {
             writer,
             enforcement,
             clock: Box::new(SystemClock),
+            sync: None,
+            digest: None,
         }
     }
 
@@ -171,9 +226,28 @@ impl<W: Write> Auditor<W> {
         self
     }
 
+    /// The digest of `policy` ([`policy_sha256`]), computed once per policy.
+    fn policy_digest(&mut self, policy: &Policy) -> String {
+        match &self.digest {
+            Some((p, d)) if std::sync::Arc::ptr_eq(&p.inner, &policy.inner) => d.clone(),
+            _ => {
+                let d = policy_sha256(policy);
+                self.digest = Some((policy.clone(), d.clone()));
+                d
+            }
+        }
+    }
+
     /// The enforcement mode.
     pub fn enforcement(&self) -> Enforcement {
         self.enforcement
+    }
+
+    /// Has `sync` called on the writer after each flush, before the decision is returned (an
+    /// error of it is an [`AuditError::Write`], and the decision is not returned).
+    pub fn with_sync_by(mut self, sync: fn(&mut W) -> std::io::Result<()>) -> Auditor<W> {
+        self.sync = Some(sync);
+        self
     }
 
     /// Gives the writer back.
@@ -203,6 +277,7 @@ impl<W: Write> Auditor<W> {
     {
         let mut offer = policy.offer(request, intent, tools)?;
         let digest = request_digest(request, intent);
+        let policy_digest = self.policy_digest(policy);
         let time = self.clock.now();
         let mut out = Vec::new();
         for (name, d) in &mut offer.entries {
@@ -212,7 +287,7 @@ impl<W: Write> Auditor<W> {
             }
             let record = self.record(
                 &time,
-                policy,
+                (policy, &policy_digest),
                 generation,
                 &digest,
                 "offer",
@@ -307,10 +382,11 @@ impl<W: Write> Auditor<W> {
             }
         }
         let digest = request_digest(request, intent);
+        let policy_digest = self.policy_digest(policy);
         let time = self.clock.now();
         let record = self.record(
             &time,
-            policy,
+            (policy, &policy_digest),
             generation,
             &digest,
             "call",
@@ -327,7 +403,7 @@ impl<W: Write> Auditor<W> {
     fn record(
         &self,
         time: &str,
-        policy: &Policy,
+        (policy, policy_digest): (&Policy, &str),
         generation: u64,
         digest: &str,
         op: &str,
@@ -338,7 +414,10 @@ impl<W: Write> Auditor<W> {
     ) -> Value {
         let mut r = json!({
             "time": time,
+            "decision_id": new_decision_id(),
             "policy": policy.name(),
+            "policy_version": policy.version(),
+            "policy_sha256": policy_digest,
             "generation": generation,
             "request": digest,
             "op": op,
@@ -362,6 +441,10 @@ impl<W: Write> Auditor<W> {
             buf.push(b'\n');
         }
         self.writer.write_all(&buf)?;
-        self.writer.flush()
+        self.writer.flush()?;
+        match self.sync {
+            Some(sync) => sync(&mut self.writer),
+            None => Ok(()),
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The decision log: exact JSON lines under a fixed clock, in enforce and advisory mode.
 
 use serde_json::{json, Value};
-use toolwarden::audit::{request_digest, rfc3339, AuditError, Auditor, Enforcement, FixedClock};
+use toolwarden::audit::{
+    policy_sha256, request_digest, rfc3339, AuditError, Auditor, Enforcement, FixedClock,
+};
 use toolwarden::{Decision, Policy, Request, Stage, Turn};
 
 const POLICY: &str = r#"policy "audit-demo" version 2
@@ -19,11 +21,24 @@ fn policy() -> Policy {
     Policy::parse(POLICY, "audit.warden").expect("loads")
 }
 
+/// The records of `log`, each without its `decision_id`, which must be a UUID (36
+/// characters, version 4) unique in the log.
 fn lines(log: Vec<u8>) -> Vec<Value> {
+    let mut ids = std::collections::HashSet::new();
     String::from_utf8(log)
         .expect("utf-8")
         .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object a line"))
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).expect("one JSON object a line");
+            let id = r
+                .as_object_mut()
+                .and_then(|o| o.remove("decision_id"))
+                .and_then(|v| v.as_str().map(str::to_string))
+                .expect("a decision_id");
+            assert_eq!((id.len(), &id[14..15]), (36, "4"), "{id}");
+            assert!(ids.insert(id.clone()), "decision_id {id} repeated");
+            r
+        })
         .collect()
 }
 
@@ -49,7 +64,8 @@ fn enforce_mode_logs_each_offer_decision_exactly() {
     drop(auditor);
     let base = |tool: &str, decision: &str, stage: Value, source: Value| {
         json!({
-            "time": TIME, "policy": "audit-demo", "generation": 7, "request": digest,
+            "time": TIME, "policy": "audit-demo", "policy_version": 2,
+            "policy_sha256": policy_sha256(&p), "generation": 7, "request": digest,
             "op": "offer", "tool": tool, "decision": decision, "stage": stage,
             "source": source, "enforcement": "enforce",
         })
@@ -229,4 +245,70 @@ fn digests_and_times_are_exact() {
     assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
     assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     assert_eq!(rfc3339(1_795_982_400), "2026-11-29T20:00:00Z");
+}
+
+#[test]
+fn the_policy_digest_is_over_each_source_after_its_length() {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update((POLICY.len() as u64).to_le_bytes());
+    h.update(POLICY.as_bytes());
+    let expected: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(policy_sha256(&policy()), expected);
+    // The same text read under another name has the same digest; another text does not.
+    let renamed = Policy::parse(POLICY, "elsewhere/other.warden").expect("loads");
+    assert_eq!(policy_sha256(&renamed), expected);
+    let other =
+        Policy::parse(&POLICY.replace("version 2", "version 3"), "audit.warden").expect("loads");
+    assert_ne!(policy_sha256(&other), expected);
+}
+
+#[test]
+fn a_synced_file_log_holds_every_record_of_a_returned_decision() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("decisions.jsonl");
+    let file = std::fs::File::create(&path).expect("created");
+    let p = policy();
+    let request = Request::new("m");
+    let intent = p.classify("");
+    let mut auditor = Auditor::new(file, Enforcement::Enforce)
+        .with_clock(FixedClock(TIME.into()))
+        .with_sync();
+    auditor
+        .offer(&p, 1, &request, &intent, ["list_notes", "write_note"])
+        .expect("offer");
+    let mut turn = Turn::new();
+    auditor
+        .check_call(
+            &p,
+            1,
+            &request,
+            &intent,
+            &mut turn,
+            "list_notes",
+            &json!({}),
+            None,
+        )
+        .expect("verdict");
+    // Read while the auditor (and its file) is still open: nothing waits in a buffer.
+    let records = lines(std::fs::read(&path).expect("readable"));
+    let ops: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["op"].as_str().unwrap_or(""),
+                r["tool"].as_str().unwrap_or(""),
+                r["decision"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("offer", "list_notes", "allow"),
+            ("offer", "write_note", "deny"),
+            ("call", "list_notes", "allow")
+        ]
+    );
+    drop(auditor);
 }

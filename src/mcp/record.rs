@@ -35,6 +35,20 @@ impl<W: Write + Send> AuditSink for W {
     }
 }
 
+/// An audit file whose every record is also synced to its disk: [`AuditSink::record`] writes
+/// the line with one `write_all`, flushes, then calls `File::sync_data` (`fsync`), so a record
+/// survives a power loss or a kernel crash, not only the process dying. Each record waits for
+/// a disk write.
+#[derive(Debug)]
+pub struct SyncedFile(pub std::fs::File);
+
+impl AuditSink for SyncedFile {
+    fn record(&mut self, record: &Value) -> std::io::Result<()> {
+        self.0.record(record)?;
+        self.0.sync_data()
+    }
+}
+
 /// The policy a record's decision was made by: its name and version (from its `policy`
 /// declaration) and the hex SHA-256 of its source, so a record names exactly the text that
 /// decided.
@@ -46,33 +60,22 @@ pub struct PolicyRef {
     pub version: Option<u64>,
     /// Hex SHA-256 over the text of each source file of the policy, each after its length in
     /// bytes (8 bytes, little-endian): the same text has the same digest wherever it is read
-    /// from.
+    /// from ([`crate::audit::policy_sha256`]).
     pub sha256: String,
 }
 
 impl PolicyRef {
     /// The reference of `policy`.
     pub fn of(policy: &crate::Policy) -> PolicyRef {
-        let sources = policy.sources();
-        let mut h = Sha256::new();
-        for i in 0..sources.len() {
-            let file = crate::span::FileId(u32::try_from(i).unwrap_or(u32::MAX));
-            let text = sources.text(file);
-            h.update((text.len() as u64).to_le_bytes());
-            h.update(text.as_bytes());
-        }
         PolicyRef {
             name: policy.name().to_string(),
             version: policy.version(),
-            sha256: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            sha256: crate::audit::policy_sha256(policy),
         }
     }
 }
 
-/// A fresh `decision_id`: a random version 4 UUID.
-pub fn new_decision_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
+pub use crate::audit::new_decision_id;
 
 /// The system clock at millisecond precision (`2026-11-29T19:54:58.682Z`), the `time` of the
 /// proxy's records.

@@ -26,6 +26,9 @@ pub struct GatewayConfig {
     pub intent: Option<String>,
     /// The audit log (JSON lines, appended).
     pub audit: Option<PathBuf>,
+    /// `audit_fsync = true`: each record is also synced to the disk (`fsync`) before its call
+    /// is forwarded, so it survives a power loss too, not only the gateway being killed.
+    pub audit_fsync: bool,
     /// Record decisions but forward every call.
     pub advisory: bool,
     /// Connector allowlists by tier (`task`, `session`, `project`) for every session; a
@@ -150,6 +153,8 @@ struct Raw {
     listen: Option<String>,
     intent: Option<String>,
     audit: Option<PathBuf>,
+    #[serde(default)]
+    audit_fsync: bool,
     #[serde(default)]
     advisory: bool,
     #[serde(default)]
@@ -373,11 +378,18 @@ impl GatewayConfig {
                 ));
             }
         }
+        if raw.audit_fsync && raw.audit.is_none() {
+            return Err(
+                "`audit_fsync = true` needs `audit`: it syncs the audit log's records to the disk"
+                    .to_string(),
+            );
+        }
         Ok(GatewayConfig {
             policy: resolve(raw.policy),
             listen,
             intent: raw.intent,
             audit: raw.audit.map(resolve),
+            audit_fsync: raw.audit_fsync,
             advisory: raw.advisory,
             connectors: raw.connectors,
             limits,
@@ -425,6 +437,25 @@ url = "http://127.0.0.1:9100/mcp"
         assert_eq!(
             c.servers["notes"],
             ServerConfig::Url("http://127.0.0.1:9100/mcp".into())
+        );
+    }
+
+    #[test]
+    fn audit_fsync_is_off_by_default_and_needs_an_audit_log() {
+        let fs = "\n[servers.fs]\ncommand = [\"x\"]\n";
+        let parse = |top: &str| {
+            GatewayConfig::parse(&format!("policy = \"p\"\n{top}{fs}"), Path::new("/t"))
+        };
+        let c = parse("audit = \"a.jsonl\"\n").unwrap();
+        assert_eq!(
+            (c.audit, c.audit_fsync),
+            (Some(PathBuf::from("/t/a.jsonl")), false)
+        );
+        let c = parse("audit = \"a.jsonl\"\naudit_fsync = true\n").unwrap();
+        assert!(c.audit_fsync);
+        assert_eq!(
+            parse("audit_fsync = true\n").unwrap_err(),
+            "`audit_fsync = true` needs `audit`: it syncs the audit log's records to the disk"
         );
     }
 

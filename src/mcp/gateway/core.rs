@@ -13,7 +13,7 @@ use super::config::GatewayConfig;
 use super::identity::Identity;
 use super::session_store::{Changed, SessionChange, SessionKey, SessionStore, StoreError};
 use super::telemetry::{CallSpan, CallStart, Telemetry};
-use super::upstream::{ListLimits, Upstream};
+use super::upstream::{ListLimits, ToolList, Upstream};
 use crate::audit::Clock;
 use crate::classify::Intent;
 use crate::decision::Turn;
@@ -261,7 +261,7 @@ impl Gateway {
             let upstream = upstream.clone();
             fetching.spawn(async move { (i, upstream.tools().await) });
         }
-        let mut lists: Vec<Result<Arc<Vec<Value>>, String>> = self
+        let mut lists: Vec<Result<Arc<ToolList>, String>> = self
             .upstreams
             .keys()
             .map(|_| Err("the tool list could not be fetched".to_string()))
@@ -290,7 +290,7 @@ impl Gateway {
                     continue;
                 }
             };
-            let judged = judge.judge_list(listed.as_ref().clone());
+            let judged = judge.judge_list(listed.tools().to_vec());
             for t in &judged.tightened {
                 let line = t.log_line();
                 if self.told_once(&format!("{name}\0{}", t.tool)) {
@@ -493,9 +493,7 @@ impl Gateway {
                 ));
             }
         };
-        let schema = listed
-            .iter()
-            .find(|s| s.get("name").and_then(Value::as_str) == Some(tool));
+        let schema = listed.get(tool);
         // A call is judged only against the server's whole list: a tool it does not list is
         // unknown, whatever rule its name would match, and never reaches the server.
         let Some(schema) = schema else {

@@ -173,6 +173,9 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     failures = 0;
+                    // An answer goes out as soon as it is written (an event stream is several
+                    // small writes; Nagle's algorithm would hold the later ones for an ACK).
+                    let _ = stream.set_nodelay(true);
                     stream
                 }
                 Err(e) => {

@@ -40,7 +40,7 @@ pub use session_store::{
     StoreError, StoreFuture,
 };
 
-use crate::mcp::record::AuditSink;
+use crate::mcp::record::{AuditSink, SyncedFile};
 use crate::policy::Policy;
 
 /// Builds the gateway of `config` with `policy` (sessions in memory, or in Redis with
@@ -59,13 +59,18 @@ pub fn serve(
 ) -> Result<(), String> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let audit: Option<Box<dyn AuditSink>> = match &config.audit {
-        Some(path) => Some(Box::new(
-            std::fs::OpenOptions::new()
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
                 .open(path)
-                .map_err(|e| format!("cannot open audit file `{}`: {e}", path.display()))?,
-        )),
+                .map_err(|e| format!("cannot open audit file `{}`: {e}", path.display()))?;
+            Some(if config.audit_fsync {
+                Box::new(SyncedFile(file))
+            } else {
+                Box::new(file)
+            })
+        }
         None => None,
     };
     if config.listen.is_none() && config.identity.is_some() {

@@ -4,8 +4,13 @@
 //! after `notifications/tools/list_changed`, and reconnected after it went away. A server that
 //! failed to connect or to list is reported unavailable, without being tried again, for
 //! [`ListLimits::retry`].
+//!
+//! Once connected and listed, a call reads the list and the connection from a snapshot under a
+//! short lock ([`Upstream::tools`], [`Upstream::call`]), so concurrent calls do not queue on
+//! the connection; the snapshot is dropped whenever the list is stale or the connection went
+//! away, and the next call fetches and connects under the connection lock, as the first did.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,6 +19,7 @@ use std::time::{Duration, Instant};
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams};
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -34,7 +40,45 @@ impl ClientHandler for Listener {
 
 struct Connection {
     service: RunningService<RoleClient, Listener>,
-    tools: Option<Arc<Vec<Value>>>,
+    tools: Option<Arc<ToolList>>,
+}
+
+/// One server's tool list as it listed it, and each tool's schema by name (the first listed,
+/// when a name repeats).
+#[derive(Debug, Default)]
+pub struct ToolList {
+    tools: Vec<Value>,
+    by_name: HashMap<String, usize>,
+}
+
+impl ToolList {
+    /// The list of `tools` (schemas, in the server's order).
+    pub fn new(tools: Vec<Value>) -> ToolList {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        for (i, t) in tools.iter().enumerate() {
+            if let Some(name) = t.get("name").and_then(Value::as_str) {
+                by_name.entry(name.to_string()).or_insert(i);
+            }
+        }
+        ToolList { tools, by_name }
+    }
+
+    /// The schemas, in the server's order.
+    pub fn tools(&self) -> &[Value] {
+        &self.tools
+    }
+
+    /// The schema of the tool named `name` (the first listed of that name).
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.by_name.get(name).and_then(|&i| self.tools.get(i))
+    }
+}
+
+/// What a call needs once the server is connected and listed.
+#[derive(Clone)]
+struct Ready {
+    peer: rmcp::Peer<RoleClient>,
+    tools: Arc<ToolList>,
 }
 
 /// The bounds of fetching one upstream's tool list.
@@ -70,7 +114,13 @@ pub struct Upstream {
     timeout: Duration,
     list: ListLimits,
     stale: Arc<AtomicBool>,
+    /// The HTTP client of a Streamable HTTP server: its connections are kept alive and reused
+    /// from call to call (rmcp's default client opens one per request).
+    http: reqwest::Client,
     conn: tokio::sync::Mutex<Option<Connection>>,
+    /// The connection's peer and its current list, while both are good; `None` sends the next
+    /// use through `conn`.
+    ready: Mutex<Option<Ready>>,
     /// The last failure to connect or to list, and when, while it is within `list.retry`.
     failed: Mutex<Option<(Instant, String)>>,
 }
@@ -82,6 +132,19 @@ impl std::fmt::Debug for Upstream {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// The client of Streamable HTTP upstreams: connections kept alive (idle ones closed after 90 s,
+/// reqwest's default), `TCP_NODELAY` so each request leaves at once, and no redirect followed
+/// (a redirect is an error: the JSON-RPC message and the session id go only where configured).
+fn http_client() -> reqwest::Client {
+    // The client's TLS (for an https:// server) needs a crypto provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
 }
 
 fn log(message: &str) {
@@ -98,9 +161,29 @@ impl Upstream {
             timeout,
             list,
             stale: Arc::new(AtomicBool::new(false)),
+            http: http_client(),
             conn: tokio::sync::Mutex::new(None),
+            ready: Mutex::new(None),
             failed: Mutex::new(None),
         }
+    }
+
+    fn ready(&self) -> std::sync::MutexGuard<'_, Option<Ready>> {
+        self.ready
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The snapshot, when the list is not stale and the connection is still up.
+    fn snapshot(&self) -> Option<Ready> {
+        if self.stale.load(Ordering::SeqCst) {
+            return None;
+        }
+        let ready = self.ready();
+        ready
+            .as_ref()
+            .filter(|r| !r.peer.is_transport_closed())
+            .cloned()
     }
 
     fn failure(&self) -> std::sync::MutexGuard<'_, Option<(Instant, String)>> {
@@ -132,7 +215,9 @@ impl Upstream {
                     .map_err(|e| format!("initialize failed: {e}"))?
             }
             ServerConfig::Url(url) => {
-                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let transport =
+                    StreamableHttpClientTransport::with_client(self.http.clone(), config);
                 tokio::time::timeout(self.timeout, listener.serve(transport))
                     .await
                     .map_err(|_| "no answer to initialize in time".to_string())?
@@ -154,7 +239,10 @@ impl Upstream {
     /// list within the time, its list repeats a cursor or is over the page or tool cap, or it
     /// failed so within the retry time (the same reason, at once). The connection is dropped
     /// then, and the next use after the retry time connects again.
-    pub async fn tools(&self) -> Result<Arc<Vec<Value>>, String> {
+    pub async fn tools(&self) -> Result<Arc<ToolList>, String> {
+        if let Some(ready) = self.snapshot() {
+            return Ok(ready.tools);
+        }
         if let Some((at, reason)) = self.failure().as_ref() {
             if at.elapsed() < self.list.retry {
                 return Err(reason.clone());
@@ -177,8 +265,9 @@ impl Upstream {
         listed
     }
 
-    async fn fetch(&self) -> Result<Arc<Vec<Value>>, String> {
+    async fn fetch(&self) -> Result<Arc<ToolList>, String> {
         let mut guard = self.conn.lock().await;
+        *self.ready() = None;
         if guard
             .as_ref()
             .is_some_and(|c| c.service.is_transport_closed() || c.service.is_closed())
@@ -198,10 +287,12 @@ impl Upstream {
         if self.stale.swap(false, Ordering::SeqCst) {
             conn.tools = None;
         }
-        if let Some(t) = &conn.tools {
-            return Ok(t.clone());
-        }
         let peer = conn.service.peer().clone();
+        if let Some(t) = &conn.tools {
+            let tools = t.clone();
+            self.keep(&peer, &tools);
+            return Ok(tools);
+        }
         let tools = match self.pages(&peer).await {
             Ok(t) => t,
             Err(e) => {
@@ -209,11 +300,23 @@ impl Upstream {
                 return Err(e);
             }
         };
-        let tools = Arc::new(tools);
+        let tools = Arc::new(ToolList::new(tools));
         if let Some(conn) = guard.as_mut() {
             conn.tools = Some(tools.clone());
         }
+        self.keep(&peer, &tools);
         Ok(tools)
+    }
+
+    /// Keeps `peer` and `tools` as the snapshot, unless the list went stale meanwhile (then
+    /// the next use fetches it again).
+    fn keep(&self, peer: &rmcp::Peer<RoleClient>, tools: &Arc<ToolList>) {
+        if !self.stale.load(Ordering::SeqCst) {
+            *self.ready() = Some(Ready {
+                peer: peer.clone(),
+                tools: tools.clone(),
+            });
+        }
     }
 
     /// Every page of the server's `tools/list`, within the page and tool caps; a cursor seen
@@ -263,11 +366,14 @@ impl Upstream {
     /// Why the call has no result: the server is not connected, went away, answered with a
     /// JSON-RPC error (its message) or not in time.
     pub async fn call(&self, tool: &str, arguments: Map<String, Value>) -> Result<Value, String> {
-        let peer = {
-            let guard = self.conn.lock().await;
-            match guard.as_ref() {
-                Some(c) if !c.service.is_transport_closed() => c.service.peer().clone(),
-                _ => return Err("the server is not connected".to_string()),
+        let peer = match self.snapshot() {
+            Some(ready) => ready.peer,
+            None => {
+                let guard = self.conn.lock().await;
+                match guard.as_ref() {
+                    Some(c) if !c.service.is_transport_closed() => c.service.peer().clone(),
+                    _ => return Err("the server is not connected".to_string()),
+                }
             }
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
@@ -278,6 +384,7 @@ impl Upstream {
                 e.code.0, e.message
             )),
             Ok(Err(e)) => {
+                *self.ready() = None;
                 *self.conn.lock().await = None;
                 Err(format!("the call failed: {e}"))
             }
