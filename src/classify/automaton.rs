@@ -223,8 +223,11 @@ impl Walk<'_> {
     ) -> bool {
         let (ac, zwnj) = (self.ac, self.zwnj_spaces);
         let (mut at, mut reached) = (self.start + read, false);
+        // The word the walk has reached: it only moves forward, so over the whole walk the
+        // records step over the words it reads once.
+        let mut word = self.first;
         if read > 0 && self.may_record(classifier, sid, at) {
-            self.record(classifier, sid, at, read, keywords, negators);
+            self.record(classifier, sid, at, read, &mut word, keywords, negators);
         }
         // The first space standing for ZWNJ at or after `at`: the walk only moves forward, so
         // each step checks one entry.
@@ -249,7 +252,7 @@ impl Walk<'_> {
             at += 1;
             read += 1;
             if self.may_record(classifier, sid, at) {
-                self.record(classifier, sid, at, read, keywords, negators);
+                self.record(classifier, sid, at, read, &mut word, keywords, negators);
             }
         }
         reached
@@ -288,12 +291,14 @@ impl Walk<'_> {
     /// also report shorter needles that start later; they are found from their own word start),
     /// for spellings that end on a word boundary (`"word"`) or anywhere (`"stem*"`, whose hit
     /// then spans the rest of its word).
+    #[allow(clippy::too_many_arguments)]
     fn record(
         &self,
         classifier: &Classifier,
         sid: StateID,
         end: usize,
         read: usize,
+        word: &mut usize,
         keywords: &mut Vec<Found>,
         negators: &mut Vec<Found>,
     ) {
@@ -306,13 +311,19 @@ impl Walk<'_> {
             return;
         };
         let (from, count) = (needle.first as usize, needle.count as usize);
+        // The word `end` falls in or ends: from the word an earlier record of this walk
+        // reached (`end` only grows), a step per word the walk passed finds it.
+        let mut last_word = (*word).max(first);
+        while words.get(last_word + 1).is_some_and(|w| w.0 < end) {
+            last_word += 1;
+        }
+        *word = last_word;
+        let ends_word = words.get(last_word).is_some_and(|w| w.1 == end);
         for info in &classifier.patterns[from..from + count] {
             let last = match info.kind {
-                PatternKind::Word => match words[first..].binary_search_by_key(&end, |w| w.1) {
-                    Ok(j) => first + j,
-                    Err(_) => continue,
-                },
-                PatternKind::Stem => words.partition_point(|w| w.0 < end).saturating_sub(1),
+                PatternKind::Word if ends_word => last_word,
+                PatternKind::Word => continue,
+                PatternKind::Stem => last_word,
             };
             let f = Found {
                 start: self.start,

@@ -234,22 +234,26 @@ pub(super) fn clause_starts(
 ) {
     clauses.clear();
     sentences.clear();
+    clauses.resize(words.len(), 0);
+    sentences.resize(words.len(), 0);
     let (mut n, mut s) = (0u32, 0u32);
-    let mut prev_end = None;
-    for &(start, end) in words {
-        if let Some(from) = prev_end {
+    // The first word has no gap before it: numbers 0 and 0, as resized.
+    for (k, pair) in words.windows(2).enumerate() {
+        let (from, start) = (pair[0].1, pair[1].0);
+        // Most gaps are one space: no clause ends there.
+        let one_space = start == from + 1 && text.get(from) == Some(&b' ');
+        if !one_space {
             let gap = text.get(from..start).unwrap_or_default();
-            // Most gaps are one space: no clause ends there.
-            if gap != b" " && gap_ends_clause(gap) {
+            if gap_ends_clause(gap) {
                 n += 1;
                 if gap_ends_sentence(gap) {
                     s += 1;
                 }
             }
         }
-        clauses.push(n);
-        sentences.push(s);
-        prev_end = Some(end);
+        if let (Some(c), Some(t)) = (clauses.get_mut(k + 1), sentences.get_mut(k + 1)) {
+            (*c, *t) = (n, s);
+        }
     }
 }
 

@@ -237,7 +237,7 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
     // Words are pushed with their start; the first `ended` of them have their end.
     let mut ended = words.len();
     for k in 0..blocks {
-        let core = next.0;
+        let (core, infix) = (next.0, next.1.infix);
         next = if k + 1 < blocks {
             core_block(b, k + 1)
         } else {
@@ -245,9 +245,10 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
         };
         flags.controls |= next.1.controls;
         flags.underscores |= next.1.underscores;
-        // A single byte between two letters or digits may join them (WB6/7, WB11/12).
+        // A single infix byte between two letters or digits may join them (WB6/7, WB11/12);
+        // a space there never does, so only infix bytes are looked at.
         let mut word = core;
-        let mut gaps = !core & (core << 1 | core_top) & (core >> 1 | next.0 << 63);
+        let mut gaps = infix & (core << 1 | core_top) & (core >> 1 | next.0 << 63);
         while gaps != 0 {
             let bit = gaps.trailing_zeros();
             gaps &= gaps - 1;
@@ -296,6 +297,9 @@ struct BlockFlags {
     controls: bool,
     /// A `_`.
     underscores: bool,
+    /// Bit `j` set where byte `j` of the block is `.` `'` `:` `,` or `;` (an infix that may
+    /// join two letters or digits).
+    infix: u64,
 }
 
 /// Bit `j` set where byte `j` of block `k` (bytes `64 * k..`) of ASCII text `b` is a letter,
@@ -304,10 +308,11 @@ fn core_block(b: &[u8], k: usize) -> (u64, BlockFlags) {
     let from = (64 * k).min(b.len());
     let block = &b[from..(from + 64).min(b.len())];
     let mut chunks = block.chunks_exact(16);
-    let (mut bits, mut controls, mut underscores) = (0u64, 0u64, 0u64);
+    let (mut bits, mut controls, mut underscores, mut infix) = (0u64, 0u64, 0u64, 0u64);
     let mut add = |j: usize, x: [u8; 16]| {
         let m = core_bits(x);
         bits |= m.core << (16 * j);
+        infix |= m.infix << (16 * j);
         controls |= m.controls;
         underscores |= m.underscores;
     };
@@ -323,6 +328,7 @@ fn core_block(b: &[u8], k: usize) -> (u64, BlockFlags) {
     let flags = BlockFlags {
         controls: controls != 0,
         underscores: underscores != 0,
+        infix,
     };
     (bits, flags)
 }
@@ -335,6 +341,8 @@ struct CoreBits {
     controls: u64,
     /// `_`.
     underscores: u64,
+    /// `.` `'` `:` `,` `;`.
+    infix: u64,
 }
 
 /// [`CoreBits`] of `x`, with SSE2 (part of the x86-64 baseline).
@@ -367,11 +375,20 @@ fn core_bits(x: [u8; 16]) -> CoreBits {
             _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
             _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)),
         );
+        let is = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+        let infix = _mm_or_si128(
+            _mm_or_si128(
+                _mm_or_si128(is(b'.'), is(b'\'')),
+                _mm_or_si128(is(b':'), is(b',')),
+            ),
+            is(b';'),
+        );
         let mask = |m: __m128i| u64::from(_mm_movemask_epi8(m) as u16);
         CoreBits {
             core: mask(core),
             controls: mask(controls),
             underscores: mask(underscore),
+            infix: mask(infix),
         }
     }
 }
@@ -384,11 +401,13 @@ fn core_bits(x: [u8; 16]) -> CoreBits {
         core: 0,
         controls: 0,
         underscores: 0,
+        infix: 0,
     };
     for (j, &c) in x.iter().enumerate() {
         m.core |= u64::from(c.is_ascii_alphanumeric() || c == b'_') << j;
         m.controls |= u64::from(c < 0x20 || c == 0x7F) << j;
         m.underscores |= u64::from(c == b'_') << j;
+        m.infix |= u64::from(matches!(c, b'.' | b'\'' | b':' | b',' | b';')) << j;
     }
     m
 }
