@@ -159,7 +159,7 @@ fn mistakes_in_a_step_point_at_the_step() {
             "stepstage",
             "cases:\n  - name: stage\n    request: { mode: autonomous }\n    steps:\n      - tool: get_balance\n        expect: { stage: argument }\n"
         ),
-        "6:19: case `stage`: step 1: unknown stage `argument`; stages are none, identity, connector, tenant, role, permission, mode, intent, tenant_arg, requires, arguments, confirmation, turn_limit"
+        "6:19: case `stage`: step 1: unknown stage `argument`; stages are none, identity, connector, tenant, role, permission, mode, intent, tenant_arg, requires, arguments, flow, confirmation, turn_limit"
     );
     assert_eq!(
         error_of(
