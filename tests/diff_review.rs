@@ -402,3 +402,57 @@ fn cli_diff_calls_reports_moved_calls_and_refuses_a_malformed_file() {
         "{err}"
     );
 }
+
+/// A policy with flow labels; `flow` adds the mode `strict`, taints and `after` blocks.
+fn flow_policy(flow: &str) -> Policy {
+    let text = format!(
+        "policy \"flow\" version 1
+effects none, write, execute, export
+mode agent {{ }}
+default mode agent
+unknown deny
+labels untrusted, private
+tool shell {{ effect execute }}
+tool post  {{ effect export }}
+{flow}
+"
+    );
+    match Policy::parse(&text, "flow.warden") {
+        Ok(p) => p,
+        Err(e) => panic!("flow policy must load: {e}"),
+    }
+}
+
+#[test]
+fn flow_labels_taints_and_after_blocks_that_change_are_declaration_changes() {
+    let old = flow_policy(
+        "tool fetch { effect none  taints untrusted }
+after untrusted { deny execute  confirm write }
+after untrusted, private { deny export }
+mode strict { }",
+    );
+    let same = flow_policy(
+        "tool fetch { effect none  taints untrusted }
+after untrusted { confirm write  deny execute }
+after untrusted, private { deny export }
+mode strict { }",
+    );
+    assert!(PolicyDiff::compute(&old, &same).is_empty());
+    let new = flow_policy(
+        "tool fetch { effect none }
+after untrusted { confirm write  confirm when to not in query }
+mode strict { after private { deny write } }",
+    );
+    let diff = PolicyDiff::compute(&old, &new);
+    assert_eq!(
+        diff.settings,
+        [
+            "after private in mode strict: (none) -> { deny write }",
+            "after untrusted: { confirm write; deny execute } -> \
+             { confirm when to not in query; confirm write }",
+            "after untrusted, private: { deny export } -> (none)",
+            "taints of `fetch`: untrusted -> (none)",
+        ]
+    );
+    assert!(!diff.is_empty());
+}

@@ -147,7 +147,8 @@ pub struct QueryChange {
 pub struct PolicyDiff {
     /// Declarations that changed: effects, intents, modes, roles, permissions, tiers, settings
     /// (`fallback`, `combine`, `quoted`, `unknown`, `confirm fields`, `tenant arg`, `limit`, `default
-    /// mode`), as `what: old -> new` lines.
+    /// mode`) and flow declarations (`labels`, each tool's `taints`, each `after` block), as
+    /// `what: old -> new` lines.
     pub settings: Vec<String>,
     /// Rows added, removed, or whose effect or `requires` changed.
     pub rows: Vec<RowChange>,
@@ -237,6 +238,76 @@ fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
         t.limit
             .map_or("(none)".to_string(), |l| format!("{l} per turn")),
     );
+    m
+}
+
+/// One side's flow declarations as diff reads them, keyed by what they declare: `labels`, each
+/// tool's or pattern's `taints`, and each `after` block (its labels and mode) with its lines and
+/// argument rules in canonical form. A key one side lacks reads as `(none)`, so a label, taint
+/// or block added or removed is a change.
+fn flow_of(p: &Policy) -> BTreeMap<String, String> {
+    let t = p.tables();
+    let mut m = BTreeMap::new();
+    let labels_of = |mask: u8| -> Vec<&str> {
+        t.labels
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1u8 << i) != 0)
+            .map(|(_, l)| &**l)
+            .collect()
+    };
+    if !t.labels.is_empty() {
+        m.insert("labels".to_string(), strings(p.labels()).join(", "));
+    }
+    for tool in p.tools().chain(p.patterns()) {
+        let taints = p.taints(tool);
+        if !taints.is_empty() {
+            m.insert(format!("taints of `{tool}`"), taints.join(", "));
+        }
+    }
+    let effects: Vec<&str> = p.effects().collect();
+    let modes: Vec<&str> = p.modes().collect();
+    let effect_list = |mask: u64| -> String {
+        effects
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < 64 && mask & (1u64 << i) != 0)
+            .map(|(_, e)| *e)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for after in &t.afters {
+        let mut key = format!("after {}", labels_of(after.labels).join(", "));
+        if let Some(mode) = after.mode {
+            let name = modes.get(usize::from(mode)).copied().unwrap_or("?");
+            key.push_str(&format!(" in mode {name}"));
+        }
+        let mut body: Vec<String> = after
+            .lines
+            .iter()
+            .map(|(outcome, mask, _)| {
+                let word = match outcome {
+                    crate::syntax::ast::RuleOutcome::Deny => "deny",
+                    crate::syntax::ast::RuleOutcome::Confirm => "confirm",
+                };
+                format!("{word} {}", effect_list(*mask))
+            })
+            .collect();
+        let (from, to) = (after.arg_rules.start as usize, after.arg_rules.end as usize);
+        body.extend(
+            t.arg_rules
+                .get(from..to)
+                .unwrap_or_default()
+                .iter()
+                .map(|r| r.text.to_string()),
+        );
+        body.sort();
+        let entry = m.entry(key).or_insert_with(String::new);
+        if !entry.is_empty() {
+            entry.push_str("; ");
+        }
+        entry.push_str(&format!("{{ {} }}", body.join("; ")));
+    }
     m
 }
 
@@ -705,6 +776,18 @@ impl PolicyDiff {
                         );
                     }
                 }
+            }
+        }
+        let (fo, fn_) = (flow_of(old), flow_of(new));
+        for k in fo.keys().chain(fn_.keys()).collect::<BTreeSet<_>>() {
+            let (v, w) = (fo.get(k).cloned(), fn_.get(k).cloned());
+            if v != w {
+                set_change(
+                    k,
+                    &v.into_iter().collect::<Vec<_>>(),
+                    &w.into_iter().collect::<Vec<_>>(),
+                    &mut diff.settings,
+                );
             }
         }
         let (ko, kn) = (keywords_of(old), keywords_of(new));
