@@ -88,3 +88,22 @@ fn the_test_file_passes_against_the_small_policy() {
     assert_eq!((report.passed(), report.failed()), (2, 0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The header the language sections' examples need around them: effects and one mode.
+const SECTION_HEADER: &str = "policy \"readme\" version 1
+effects none, write, export, execute
+mode agent { }
+default mode agent
+";
+
+#[test]
+fn the_argument_rules_and_flow_labels_examples_check_without_diagnostics() {
+    let text = readme();
+    for heading in ["### Argument rules", "### Flow labels"] {
+        let policy = format!("{SECTION_HEADER}{}", block(&text, heading, "warden"));
+        match Policy::parse(&policy, "readme.warden") {
+            Ok(p) => assert_eq!(p.warnings().len(), 0, "{heading}: {:?}", p.warnings()),
+            Err(e) => panic!("{heading}: {e}"),
+        }
+    }
+}
