@@ -49,7 +49,7 @@ def test_an_allowed_call_taints_and_the_after_blocks_apply(policy):
     v = call(policy, s, "send_money", {"to": "bob", "confirmed": True})
     assert v.decision == "allow"
     assert s.pending is None
-    assert s.transactional_calls == 1
+    assert s.transactional_calls == 2  # run_shell (execute), then send_money (write)
 
 
 def test_record_declassify_and_next_turn(policy):

@@ -11,6 +11,7 @@ __all__ = [
     "Intent",
     "Turn",
     "PendingCall",
+    "Session",
     "Verdict",
     "ToolSet",
     "Diagnostic",
