@@ -241,6 +241,26 @@ fn settings_of(p: &Policy) -> BTreeMap<&'static str, String> {
     m
 }
 
+/// Every tool and pattern either policy declares, and the unknown-tool subject `*`, in order.
+pub(super) fn subjects_of(old: &Policy, new: &Policy) -> BTreeSet<(SubjectKind, String)> {
+    let mut subjects = BTreeSet::new();
+    for p in [old, new] {
+        let t = p.tables();
+        subjects.extend(
+            t.tools
+                .iter()
+                .map(|(n, _)| (SubjectKind::Tool, n.to_string())),
+        );
+        subjects.extend(
+            t.patterns
+                .iter()
+                .map(|x| (SubjectKind::Pattern, x.glob.to_string())),
+        );
+    }
+    subjects.insert((SubjectKind::Unknown, "*".to_string()));
+    subjects
+}
+
 /// One side's flow declarations as diff reads them, keyed by what they declare: `labels`, each
 /// tool's or pattern's `taints`, and each `after` block (its labels and mode) with its lines and
 /// argument rules in canonical form. A key one side lacks reads as `(none)`, so a label, taint
@@ -795,21 +815,7 @@ impl PolicyDiff {
         diff.keywords_removed = ko.difference(&kn).cloned().collect();
 
         let (a, b) = (Side::new(old), Side::new(new));
-        let mut subjects: BTreeSet<(SubjectKind, String)> = BTreeSet::new();
-        for p in [old, new] {
-            let t = p.tables();
-            subjects.extend(
-                t.tools
-                    .iter()
-                    .map(|(n, _)| (SubjectKind::Tool, n.to_string())),
-            );
-            subjects.extend(
-                t.patterns
-                    .iter()
-                    .map(|x| (SubjectKind::Pattern, x.glob.to_string())),
-            );
-        }
-        subjects.insert((SubjectKind::Unknown, "*".to_string()));
+        let subjects = subjects_of(old, new);
 
         // Cell keys: the union of modes × the union of intents, in old order then new.
         let mut modes: Vec<String> = a.modes.clone();

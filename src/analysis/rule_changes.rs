@@ -133,23 +133,7 @@ pub(crate) fn rule_changes(old: &Policy, new: &Policy) -> Vec<RuleChange> {
             new: gn,
         });
     }
-    let mut subjects: std::collections::BTreeSet<(SubjectKind, String)> =
-        std::collections::BTreeSet::new();
-    for p in [old, new] {
-        let t = p.tables();
-        subjects.extend(
-            t.tools
-                .iter()
-                .map(|(n, _)| (SubjectKind::Tool, n.to_string())),
-        );
-        subjects.extend(
-            t.patterns
-                .iter()
-                .map(|x| (SubjectKind::Pattern, x.glob.to_string())),
-        );
-    }
-    subjects.insert((SubjectKind::Unknown, "*".to_string()));
-    for (kind, name) in subjects {
+    for (kind, name) in super::diff::subjects_of(old, new) {
         let side = |p: &Policy| {
             row_of(p, kind, &name).map_or_else(Vec::new, |r| texts(p, r.arg_rules.clone()))
         };
