@@ -116,6 +116,9 @@ pub(crate) fn test(
                     show("keywords", &u.keywords);
                     show("modes", &u.modes);
                     show("argument rules", &u.rules);
+                    if u.after_blocks > 0 {
+                        show("after blocks", &u.afters);
+                    }
                 }
             }
         }

@@ -14,6 +14,7 @@
 //!       forced: []
 //!       context: { contacts: [alice, bob] } # the `context` sets the policy declares
 //!       query: "delete invoice 7"           # or `intent: destructive`
+//!     session: { labels: [untrusted] }      # flow labels already on the session
 //!     tool: delete_invoice                  # or `tools: [...]` with `expect.offered`
 //!     args: { business_id: b-42 }           # optional: judge a call (check_call) instead
 //!     expect:
@@ -35,12 +36,19 @@
 //! fired, else the first `confirm` rule; for an allow, the tool's declaration). A position no
 //! rule of the policy starts at is an error.
 //!
-//! `steps` runs several calls within one turn, in order, so that a pending call, its
-//! confirmation and the turn limit are tested in one case. The calls go through
-//! `check_call_strict`, as an agent runtime makes them: the pending call a step leaves is the
-//! one the next steps answer, and `confirm: true` sets the policy's first `confirm fields`
-//! argument to `true`, which is the user confirming the pending call. A `confirm: true` with no
-//! pending call is the model confirming its own call (denied at stage `confirmation`).
+//! `steps` runs several calls within one turn, in order, through one [`Session`], so that a
+//! pending call, its confirmation, the turn limit and the flow labels are tested in one case.
+//! The calls go through `check_call_session`, as an agent runtime makes them: the pending call
+//! a step leaves is the one the next steps answer, `confirm: true` sets the policy's first
+//! `confirm fields` argument to `true`, which is the user confirming the pending call, and an
+//! allowed call of a tool that `taints` puts its labels on the session for the next steps (so a
+//! later step can expect stage `flow`). A `confirm: true` with no pending call is the model
+//! confirming its own call (denied at stage `confirmation`).
+//!
+//! `session: { labels: [untrusted] }` starts a case from a session that already holds these
+//! flow labels: its `tool` decision (stages 1–7 and `flow`, as `offer_session` decides), its
+//! call (`args`, through `check_call_session` on a copy of the session), its `tools` offer
+//! and its `steps` are judged within it. Each label must be one the policy declares.
 //!
 //! ```yaml
 //! cases:
@@ -62,7 +70,8 @@
 //! Each step takes `tool`, `args` (default `{}`), `confirm` and an `expect` of `decision`,
 //! `stage`, `rule` and `confirmation`; the case's own `expect` may then only give `intent`.
 //! Coverage (see [`Coverage`]) counts what every case exercised, filtered out or not, including
-//! the argument rules that fired on some call.
+//! the argument rules that fired on some call and the `after` blocks that applied to some
+//! decision (made in the block's mode with a session holding all its labels).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -77,8 +86,9 @@ use positions::{case_field_position, case_positions, field_position, list_block}
 use rule_positions::RulePositions;
 
 use crate::classify::Intent;
-use crate::decision::{Decision, PendingCall, Stage, ToolMatch, Turn};
+use crate::decision::{Decision, Stage, ToolMatch, Turn};
 use crate::eval::Request;
+use crate::eval::Session;
 use crate::policy::Policy;
 
 #[derive(Deserialize, Default, Clone, Debug)]
@@ -167,12 +177,22 @@ fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
+/// `session: { labels: [untrusted] }`: the flow labels already on the case's session.
+#[derive(Deserialize, Default, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct SessionSpec {
+    #[serde(default)]
+    labels: Vec<String>,
+}
+
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 struct CaseSpec {
     name: String,
     #[serde(default)]
     request: ReqSpec,
+    /// The session the case's decisions and calls are judged in.
+    session: Option<SessionSpec>,
     tool: Option<String>,
     tools: Option<Vec<String>>,
     args: Option<Value>,
@@ -223,6 +243,13 @@ pub struct Coverage {
     /// Argument rules no case's call fired, in source order, each as `file:line:col` and its
     /// canonical text (`policy.warden:14:3 deny when amount > 10000`).
     pub rules: Vec<String>,
+    /// `after` blocks no case's decision was made under (in the block's mode, with a session
+    /// holding all its labels), in compiled order (the top-level blocks, then each mode's),
+    /// each as its head and its lines with their `file:line:col`
+    /// (`after untrusted, private: flow.warden:14:28 deny export`).
+    pub afters: Vec<String>,
+    /// How many `after` blocks the policy has (so a report can say they were all exercised).
+    pub after_blocks: usize,
 }
 
 /// The result of one test file.
@@ -420,6 +447,8 @@ struct Seen {
     modes: BTreeSet<String>,
     /// Locations of the argument rules some call fired.
     rules: BTreeSet<String>,
+    /// The (mode, label mask) pairs some decision was made with, for the `after` blocks.
+    flow: BTreeSet<(usize, u8)>,
 }
 
 impl Seen {
@@ -573,14 +602,23 @@ pub fn run_file(path: &Path, filter: Option<&str>) -> FileReport {
         {
             seen.tool(&policy, &prepared.request, &prepared.intent, name);
         }
+        let session = match session_of(&policy, case) {
+            Ok(s) => s,
+            Err((key, msg)) => {
+                report.error = Some(format!("{}: case `{}`: {msg}", at(key), case.name));
+                report.cases.clear();
+                return report;
+            }
+        };
         // Every case runs, so that the argument rules a filtered-out case fires count too.
         let result = run_case(
             &policy,
             case,
             &prepared,
+            session.as_ref(),
             &rules,
             format!("{file}:{}:{}", pos.0, pos.1),
-            &mut seen.rules,
+            &mut seen,
         );
         if filter.is_some_and(|f| !case.name.contains(f)) {
             continue;
@@ -817,14 +855,77 @@ fn compare(
     }
 }
 
-/// Runs one case; the argument rules that fired on its calls are added to `fired`.
+/// The session a case starts from: `None` without `session`, else one holding its labels.
+/// `Err((key, message))` names a label the policy does not declare.
+fn session_of(policy: &Policy, case: &CaseSpec) -> Result<Option<Session>, (&'static str, String)> {
+    let Some(spec) = &case.session else {
+        return Ok(None);
+    };
+    if let Some(l) = spec
+        .labels
+        .iter()
+        .find(|l| !policy.labels().any(|d| d == l.as_str()))
+    {
+        let near = crate::check::suggest(l, policy.labels())
+            .map(|c| format!("did you mean `{c}`? "))
+            .unwrap_or_default();
+        return Err((
+            "labels",
+            format!(
+                "unknown label `{l}` in `session.labels`; {near}the policy declares {}",
+                known(policy.labels())
+            ),
+        ));
+    }
+    let labels: Vec<&str> = spec.labels.iter().map(String::as_str).collect();
+    Session::with_labels(policy, &labels, SESSION_SOURCE)
+        .map(Some)
+        .map_err(|e| ("labels", e.to_string()))
+}
+
+/// What put a case's `session.labels` on its session, as the reasons of stage `flow` name it.
+const SESSION_SOURCE: &str = "session.labels";
+
+/// The explain trace of `tool` on one line, within the session's labels when there is one.
+fn trace_of(
+    policy: &Policy,
+    p: &Prepared,
+    session: Option<&Session>,
+    tool: &str,
+) -> Option<String> {
+    match session.filter(|s| !s.labels().is_empty()) {
+        None => policy.explain(&p.request, &p.intent, tool),
+        Some(s) => {
+            let labels: Vec<&str> = s.labels().iter().map(|l| l.label.as_str()).collect();
+            policy.explain_labels(&p.request, &p.intent, tool, &labels)
+        }
+    }
+    .ok()
+    .map(|t| t.summary())
+}
+
+/// Records that a decision was made in the request's mode with the session's labels, for the
+/// coverage of `after` blocks.
+fn saw_flow(policy: &Policy, p: &Prepared, session: Option<&Session>, seen: &mut Seen) {
+    let Ok(b) = policy.bind(&p.request, &p.intent) else {
+        return;
+    };
+    let mask = session.map_or(Ok(0), |s| s.mask_for(policy)).unwrap_or(0);
+    if mask != 0 {
+        seen.flow.insert((b.mode, mask));
+    }
+}
+
+/// Runs one case; the argument rules that fired on its calls and the label sets its decisions
+/// were made with are added to `seen`.
 fn run_case(
     policy: &Policy,
     case: &CaseSpec,
     p: &Prepared,
+    session: Option<&Session>,
     rules: &RulePositions,
     location: String,
-    fired: &mut BTreeSet<String>,
+    seen: &mut Seen,
 ) -> CaseResult {
     let e = &case.expect;
     let mut failures = Vec::new();
@@ -835,43 +936,51 @@ fn run_case(
     }
     let mut trace = None;
     if let Some(tool) = &case.tool {
-        let outcome = match &case.args {
-            Some(args) => policy
-                .check_call(&p.request, &p.intent, &mut Turn::new(), tool, args)
-                .map(|v| {
-                    fired.extend(v.rules.iter().map(|r| r.source.clone()));
-                    Observed {
-                        decision: v.decision,
-                        stage: v.stage,
-                        confirmation: v.pending.is_some(),
-                        rule: v.source,
-                    }
-                }),
-            None => policy
+        saw_flow(policy, p, session, seen);
+        let outcome = match (&case.args, session) {
+            (Some(args), _) => match session {
+                // A copy: the case's session is the same for every call it judges.
+                Some(s) => {
+                    policy.check_call_session(&p.request, &p.intent, &mut s.clone(), tool, args)
+                }
+                None => policy.check_call(&p.request, &p.intent, &mut Turn::new(), tool, args),
+            }
+            .map(|v| {
+                seen.rules.extend(v.rules.iter().map(|r| r.source.clone()));
+                Observed {
+                    decision: v.decision,
+                    stage: v.stage,
+                    confirmation: v.pending.is_some(),
+                    rule: v.source,
+                }
+            }),
+            (None, Some(s)) => policy
+                .bind_session(&p.request, &p.intent, s)
+                .map(|b| b.decide(tool))
+                .map(|d| observed_decision(policy, &d)),
+            (None, None) => policy
                 .decide_tool(&p.request, &p.intent, tool)
-                .map(|d| Observed {
-                    decision: d.decision,
-                    stage: d.stage,
-                    confirmation: d.decision == Decision::Confirm,
-                    rule: policy.rule_source(d.rule).map(|l| l.to_string()),
-                }),
+                .map(|d| observed_decision(policy, &d)),
         };
         match outcome {
             Err(err) => failures.push(format!("request: {err}")),
             Ok(observed) => compare(e, &observed, rules, "", &mut failures),
         }
         if !failures.is_empty() {
-            trace = policy
-                .explain(&p.request, &p.intent, tool)
-                .ok()
-                .map(|t| t.summary());
+            trace = trace_of(policy, p, session, tool);
         }
     }
     if let Some(steps) = &case.steps {
-        trace = run_steps(policy, steps, p, rules, &mut failures, fired);
+        trace = run_steps(policy, steps, p, session, rules, &mut failures, seen);
     }
     if let Some(tools) = &case.tools {
-        match policy.offer(&p.request, &p.intent, tools.iter().map(String::as_str)) {
+        saw_flow(policy, p, session, seen);
+        let names = tools.iter().map(String::as_str);
+        let offer = match session {
+            Some(s) => policy.offer_session(&p.request, &p.intent, s, names),
+            None => policy.offer(&p.request, &p.intent, names),
+        };
+        match offer {
             Err(err) => failures.push(format!("request: {err}")),
             Ok(offer) => {
                 if let Some(expected) = &e.offered {
@@ -889,10 +998,7 @@ fn run_case(
                         let traces: Vec<String> = want
                             .symmetric_difference(&got)
                             .filter_map(|n| {
-                                policy
-                                    .explain(&p.request, &p.intent, n)
-                                    .ok()
-                                    .map(|t| format!("{n}: {}", t.summary()))
+                                trace_of(policy, p, session, n).map(|t| format!("{n}: {t}"))
                             })
                             .collect();
                         trace = Some(traces.join("; "));
@@ -910,18 +1016,28 @@ fn run_case(
     }
 }
 
-/// Runs the steps of a case within one turn (see the module docs); returns the explain trace of
-/// the first step that failed.
+/// What a decision of stages 1–7 (and `flow`, within a session) found.
+fn observed_decision(policy: &Policy, d: &crate::decision::ToolDecision) -> Observed {
+    Observed {
+        decision: d.decision,
+        stage: d.stage,
+        confirmation: d.decision == Decision::Confirm,
+        rule: policy.rule_source(d.rule).map(|l| l.to_string()),
+    }
+}
+
+/// Runs the steps of a case in order through one [`Session`] (the case's, or a new one; see
+/// the module docs); returns the explain trace of the first step that failed.
 fn run_steps(
     policy: &Policy,
     steps: &[StepSpec],
     p: &Prepared,
+    start: Option<&Session>,
     rules: &RulePositions,
     failures: &mut Vec<String>,
-    fired: &mut BTreeSet<String>,
+    seen: &mut Seen,
 ) -> Option<String> {
-    let mut turn = Turn::new();
-    let mut held: Option<PendingCall> = None;
+    let mut session = start.cloned().unwrap_or_default();
     let mut trace = None;
     for (i, step) in steps.iter().enumerate() {
         let prefix = format!("step {} (`{}`): ", i + 1, step.tool);
@@ -931,18 +1047,14 @@ fn run_steps(
                 obj.insert(field.to_string(), Value::Bool(true));
             }
         }
+        saw_flow(policy, p, Some(&session), seen);
+        // The trace of a failed step is taken with the labels the step was judged with.
+        let before_call = session.clone();
         let before = failures.len();
-        match policy.check_call_strict(
-            &p.request,
-            &p.intent,
-            &mut turn,
-            &step.tool,
-            &args,
-            held.as_ref(),
-        ) {
+        match policy.check_call_session(&p.request, &p.intent, &mut session, &step.tool, &args) {
             Err(err) => failures.push(format!("{prefix}request: {err}")),
             Ok(v) => {
-                fired.extend(v.rules.iter().map(|r| r.source.clone()));
+                seen.rules.extend(v.rules.iter().map(|r| r.source.clone()));
                 let observed = Observed {
                     decision: v.decision,
                     stage: v.stage,
@@ -950,19 +1062,11 @@ fn run_steps(
                     rule: v.source.clone(),
                 };
                 compare(&step.expect, &observed, rules, &prefix, failures);
-                // The call the user is asked about next; a confirmed call that ran is answered.
-                if let Some(pending) = v.pending {
-                    held = Some(pending);
-                } else if v.decision == Decision::Allow && v.confirmation_received {
-                    held = None;
-                }
             }
         }
         if failures.len() > before && trace.is_none() {
-            trace = policy
-                .explain(&p.request, &p.intent, &step.tool)
-                .ok()
-                .map(|t| format!("step {}: {}", i + 1, t.summary()));
+            trace = trace_of(policy, p, Some(&before_call), &step.tool)
+                .map(|t| format!("step {}: {t}", i + 1));
         }
     }
     trace
@@ -1026,7 +1130,45 @@ fn uncovered(policy: &Policy, seen: &Seen) -> Coverage {
             (!seen.rules.contains(&at)).then(|| format!("{at} {}", r.text))
         })
         .collect();
+    cov.after_blocks = t.afters.len();
+    cov.afters = t
+        .afters
+        .iter()
+        .filter(|a| !seen.flow.iter().any(|&(m, l)| a.applies(m, l)))
+        .map(|a| after_entry(policy, a))
+        .collect();
     cov
+}
+
+/// One `after` block as coverage lists it: `after L1, L2` (` in mode M` for a mode's block),
+/// then each line and argument rule as `file:line:col text`, separated by ` · `.
+fn after_entry(policy: &Policy, a: &crate::compile::AfterRow) -> String {
+    let t = policy.tables();
+    let mut head = policy.after_head(a.labels);
+    if let Some(m) = a.mode.and_then(|m| t.modes.get(usize::from(m))) {
+        head.push_str(&format!(" in mode {}", m.name));
+    }
+    let mut lines: Vec<String> = a
+        .lines
+        .iter()
+        .filter_map(|&(_, _, rule)| {
+            let at = policy.rule_source(rule)?;
+            Some(format!("{at} {}", policy.rule_text(rule).trim()))
+        })
+        .collect();
+    let (from, to) = (a.arg_rules.start as usize, a.arg_rules.end as usize);
+    lines.extend(
+        t.arg_rules
+            .get(from..to)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| Some(format!("{} {}", policy.rule_source(r.rule)?, r.text))),
+    );
+    if lines.is_empty() {
+        head
+    } else {
+        format!("{head}: {}", lines.join(" · "))
+    }
 }
 
 /// `; did you mean `x`?` for the declared tool closest to `name`, or nothing.

@@ -1,0 +1,225 @@
+//! The analysis tools and flow labels: `test` cases with `session.labels` and multi-step cases
+//! that reach a label through a tainting call, `--coverage` of `after` blocks, the table per
+//! label set, the diff's cells that move under a label set, the graph's labels, taints and
+//! `after` blocks, explain's applicable blocks, and `fmt` keeping all of it. The policy is
+//! `tests/fixtures/flow/header.warden`: the language's example exactly as written, included
+//! into the declarations it leaves to its context.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use toolwarden::analysis::testrun::run_file;
+use toolwarden::Policy;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/flow").join(name)
+}
+
+const HEADER: &str = include_str!("fixtures/flow/header.warden");
+const EXAMPLE: &str = include_str!("fixtures/flow/language_example.warden");
+
+fn policy() -> Policy {
+    Policy::from_file(fixture("header.warden")).expect("the example loads as written")
+}
+
+/// A scratch directory holding the fixture policy and the test file `header.test.yaml` with
+/// `body`; returns the test file.
+fn scratch(tag: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tw-flow-analysis-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    std::fs::write(dir.join("header.warden"), HEADER).expect("write policy");
+    std::fs::write(dir.join("language_example.warden"), EXAMPLE).expect("write example");
+    let path = dir.join("header.test.yaml");
+    std::fs::write(&path, body).expect("write test file");
+    path
+}
+
+/// The file error of a test file, without its path prefix.
+fn error_of(tag: &str, body: &str) -> String {
+    let p = scratch(tag, body);
+    let r = run_file(&p, None);
+    assert!(r.cases.is_empty(), "{:?}", r.cases);
+    let e = r.error.expect("a file error");
+    e.strip_prefix(&format!("{}:", p.display()))
+        .unwrap_or(&e)
+        .to_string()
+}
+
+fn toolwarden(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run toolwarden");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden test
+
+#[test]
+fn the_example_policy_loads_as_written() {
+    let p = policy();
+    assert!(p.warnings().is_empty(), "{:?}", p.warnings());
+    assert_eq!(p.labels().collect::<Vec<_>>(), ["untrusted", "private"]);
+    assert!(HEADER.contains("include \"language_example.warden\""));
+}
+
+#[test]
+fn the_shipped_test_file_passes_every_case() {
+    let r = run_file(&fixture("header.test.yaml"), None);
+    assert_eq!(r.error, None);
+    let failed: Vec<_> = r.cases.iter().filter(|c| !c.passed).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(r.passed(), 4);
+}
+
+#[test]
+fn a_tainting_call_in_one_step_reaches_stage_flow_in_the_next() {
+    let p = scratch(
+        "steps",
+        "request: { mode: autonomous, context: { contacts: [alice] } }
+cases:
+  - name: the inbox is untrusted and private
+    steps:
+      - tool: read_inbox
+        expect: { decision: allow, stage: none }
+      - tool: post_webpage
+        expect: { decision: deny, stage: flow, rule: language_example.warden:14:28 }
+      - tool: send_money
+        args: { recipient: alice }
+        expect: { decision: confirm, stage: flow, rule: language_example.warden:10:3 }
+  - name: a denied call taints nothing
+    session: { labels: [private] }
+    steps:
+      - tool: get_webpage
+        expect: { decision: allow }
+      - tool: post_webpage
+        expect: { decision: deny, stage: flow }
+",
+    );
+    let r = run_file(&p, None);
+    assert_eq!(r.error, None);
+    let failed: Vec<_> = r.cases.iter().filter(|c| !c.passed).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(r.passed(), 2);
+}
+
+#[test]
+fn a_failing_flow_step_names_the_step_and_traces_it_with_its_labels() {
+    let p = scratch(
+        "fail",
+        "request: { mode: autonomous }
+cases:
+  - name: wrong on purpose
+    steps:
+      - tool: get_webpage
+        expect: { decision: allow }
+      - tool: send_money
+        args: { recipient: alice }
+        expect: { decision: allow }
+",
+    );
+    let r = run_file(&p, None);
+    assert_eq!(r.error, None);
+    let c = &r.cases[0];
+    assert!(!c.passed);
+    assert_eq!(
+        c.failures,
+        ["step 2 (`send_money`): decision: expected allow, got confirm"]
+    );
+    let trace = c.trace.as_deref().expect("a trace");
+    assert!(trace.starts_with("step 2: "), "{trace}");
+    assert!(trace.contains("flow=confirm"), "{trace}");
+}
+
+#[test]
+fn an_undeclared_session_label_is_a_positioned_error() {
+    assert_eq!(
+        error_of(
+            "label",
+            "cases:
+  - name: typo
+    session: { labels: [untrustd] }
+    tool: send_money
+    expect: { decision: confirm }
+"
+        ),
+        "3:16: case `typo`: unknown label `untrustd` in `session.labels`; did you mean `untrusted`? the policy declares `untrusted`, `private`"
+    );
+    assert_eq!(
+        error_of(
+            "field",
+            "cases:
+  - name: typo
+    session: { label: [untrusted] }
+    tool: send_money
+    expect: { decision: confirm }
+"
+        ),
+        "3:16: malformed test file: cases[0].session: unknown field `label`, expected `labels` at line 3 column 16"
+    );
+}
+
+#[test]
+fn coverage_lists_the_after_blocks_no_case_exercised() {
+    let r = run_file(&fixture("header.test.yaml"), None);
+    let u = r.uncovered.expect("coverage");
+    let at = fixture("language_example.warden").display().to_string();
+    assert_eq!(u.after_blocks, 2);
+    assert_eq!(
+        u.afters,
+        [format!("after untrusted, private: {at}:14:28 deny export")]
+    );
+    // With every block exercised, none is listed.
+    let p = scratch(
+        "cover",
+        "request: { mode: autonomous }
+cases:
+  - name: both labels
+    session: { labels: [private, untrusted] }
+    tool: post_webpage
+    expect: { decision: deny, stage: flow }
+",
+    );
+    let u = run_file(&p, None).uncovered.expect("coverage");
+    assert_eq!(u.afters, Vec::<String>::new());
+}
+
+#[test]
+fn coverage_text_lists_each_block_with_its_lines() {
+    let p = scratch(
+        "cover-text",
+        "request: { mode: autonomous }
+cases:
+  - name: no labels
+    tool: post_webpage
+    expect: { decision: confirm }
+",
+    );
+    let path = p.display().to_string();
+    let (code, out, err) = toolwarden(&["test", &path, "--coverage"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let dir = p.parent().expect("dir").display().to_string();
+    let tail: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("  after blocks"))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "  after blocks not exercised (2):".to_string(),
+            format!("    after untrusted: {dir}/language_example.warden:10:3 confirm write, export · {dir}/language_example.warden:11:3 deny    execute · {dir}/language_example.warden:12:3 confirm when recipient not in query"),
+            format!("    after untrusted, private: {dir}/language_example.warden:14:28 deny export"),
+            "1 passed, 0 failed".to_string(),
+        ]
+    );
+}
