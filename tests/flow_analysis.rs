@@ -223,3 +223,180 @@ cases:
         ]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden table
+
+use toolwarden::analysis::{Table, TableFormat};
+
+#[test]
+fn the_table_shows_the_cells_each_label_set_changes() {
+    let table = Table::build(&policy(), None).expect("table");
+    insta::assert_snapshot!("table_label_sets", table.render(TableFormat::Text));
+}
+
+#[test]
+fn the_table_for_one_label_set_marks_the_tightened_cells() {
+    let (code, out, err) = toolwarden(&[
+        "table",
+        "-p",
+        "tests/fixtures/flow/header.warden",
+        "--labels",
+        "private,untrusted",
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let full = Table::build_for_labels(&policy(), None, &["untrusted", "private"]).expect("t");
+    assert_eq!(out, full.render(TableFormat::Text));
+    assert!(out.starts_with(
+        "# decision table of policy \"flow\" version 1, for a session holding labels untrusted, private\n"
+    ));
+    let cells: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("  autonomous"))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            "  autonomous  read  allow* [after untrusted]",
+            "  autonomous  read  allow* [after untrusted]",
+            "  autonomous  read  deny flow [after untrusted, private]",
+            "  autonomous  read  allow* [after untrusted]",
+            "  autonomous  read  deny flow [after untrusted]",
+            "  autonomous  read  confirm* [after untrusted]",
+            "  autonomous  read  deny identity",
+        ]
+    );
+    // The table for no label is the table without labels, without the label sets.
+    let (_, none, _) = toolwarden(&[
+        "table",
+        "-p",
+        "tests/fixtures/flow/header.warden",
+        "--labels",
+        "",
+    ]);
+    let base = Table::build(&policy(), None).expect("table");
+    let cut = base.render(TableFormat::Text);
+    let cut = cut
+        .split("\n# labels untrusted:")
+        .next()
+        .expect("base part");
+    assert_eq!(
+        none.replacen(", for a session holding no label", "", 1),
+        cut
+    );
+}
+
+#[test]
+fn an_undeclared_label_is_refused_by_the_table() {
+    let (code, out, err) = toolwarden(&[
+        "table",
+        "-p",
+        "tests/fixtures/flow/header.warden",
+        "--labels",
+        "untrustd",
+    ]);
+    assert_eq!((code, out.as_str()), (2, ""));
+    assert_eq!(
+        err,
+        "error: `--labels`: the session holds label `untrustd`, which the policy does not declare; it declares `untrusted`, `private`\n"
+    );
+}
+
+#[test]
+fn the_table_json_has_a_label_sets_array() {
+    let table = Table::build(&policy(), None).expect("table");
+    let v: serde_json::Value =
+        serde_json::from_str(&table.render(TableFormat::Json)).expect("json");
+    assert_eq!(v["labels"], serde_json::json!(["untrusted", "private"]));
+    let sets = v["label_sets"].as_array().expect("label_sets");
+    let labels: Vec<&serde_json::Value> = sets.iter().map(|s| &s["labels"]).collect();
+    assert_eq!(
+        labels,
+        [
+            &serde_json::json!(["untrusted"]),
+            &serde_json::json!(["private"]),
+            &serde_json::json!(["untrusted", "private"]),
+        ]
+    );
+    assert_eq!(sets[1]["cells"], serde_json::json!([]));
+    let post = sets[2]["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .find(|c| c["name"] == "post_webpage")
+        .expect("post_webpage moves");
+    assert_eq!(
+        post,
+        &serde_json::json!({
+            "kind": "tool", "name": "post_webpage", "mode": "autonomous", "intent": "read",
+            "decision": "deny", "stage": "flow",
+            "conditions": {"connector": null, "tenant": false, "roles": null, "permissions": []},
+            "forced": null, "argument_rules": false, "after": "after untrusted, private"
+        })
+    );
+    assert_eq!(v["rows"][1]["taints"], serde_json::json!(["untrusted"]));
+    // The cells of the table without labels carry no `after`.
+    assert!(v["rows"][2]["cells"][0].get("after").is_none());
+}
+
+#[test]
+fn the_table_csv_has_labels_and_after_columns() {
+    let table = Table::build(&policy(), None).expect("table");
+    insta::assert_snapshot!("table_label_sets_csv", table.render(TableFormat::Csv));
+}
+
+#[test]
+fn a_policy_without_labels_keeps_its_table_layout() {
+    let p = Policy::parse(
+        "policy \"p\"\neffects none, write\nmode m { }\ntool a { effect write }\n",
+        "p.warden",
+    )
+    .expect("policy");
+    let table = Table::build(&p, None).expect("table");
+    assert_eq!(
+        table.render(TableFormat::Csv),
+        "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions,argument_rules\n\
+         tool,a,write,m,,allow,,,,,,,\n\
+         unknown,*,,m,,deny,identity,,,,,,\n"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&table.render(TableFormat::Json)).expect("json");
+    assert!(v.get("label_sets").is_none() && v.get("labels").is_none());
+    assert!(v["rows"][0].get("taints").is_none());
+}
+
+/// A mode's own `after` block, a forced name and a pattern that taints.
+const MODES: &str = r#"policy "modes" version 2
+effects none, write
+intents act > read
+fallback read
+matrix m {
+  none write
+  read allow deny
+  act  allow allow
+}
+labels untrusted
+mode strict { matrix m  after untrusted { deny write } }
+mode loose { matrix m }
+match "web_*" { effect none  taints untrusted }
+tool send { effect write }
+"#;
+
+#[test]
+fn a_mode_after_block_changes_only_that_mode_and_a_forced_name_too() {
+    let p = Policy::parse(MODES, "modes.warden").expect("policy");
+    let table = Table::build(&p, None).expect("table");
+    let text = table.render(TableFormat::Text);
+    let tail = text
+        .split("\n# labels untrusted:")
+        .nth(1)
+        .expect("label set");
+    assert_eq!(
+        tail,
+        " 2 cells differ from the table without labels\n\
+         tool send\n\
+         \x20 strict  act   deny flow [after untrusted]\n\
+         \x20 strict  read  deny intent; forced: deny [after untrusted]\n"
+    );
+    assert!(text.contains("pattern web_*  effect none  taints untrusted\n"));
+}

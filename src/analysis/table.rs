@@ -28,6 +28,19 @@
 //! canonical text (as `toolwarden fmt` prints them), and the table lists the rules for every
 //! tool once, in its header.
 //!
+//! Flow labels: a session's labels turn on the `after` blocks that name them (stage `flow`),
+//! so with k declared labels there are 2^k tables, one per label set (k is at most 8). The
+//! table ([`Table::build`]) is the one for a session without labels; [`Table::label_sets`]
+//! then holds, for each non-empty set (by mask: the first label alone, the second alone, both,
+//! ...), only the cells that differ from it, so the output stays small.
+//! [`Table::build_for_labels`] builds the whole table for exactly one set. A cell an `after`
+//! block tightened names the block ([`Outcome::after`], `[after untrusted]` in text): a block
+//! that denies the effect denies the cell at stage `flow` (a forced name's decision too), one
+//! that confirms it turns an `allow` into a `confirm` at stage `flow`, and one with argument
+//! rules stars the cell. Each row lists what its tool `taints`. The CSV layout of a policy with
+//! labels has two more columns, `labels` (`a|b`, empty for the table without labels) and
+//! `after`; the JSON layout has `labels`, each row's `taints` and `label_sets`.
+//!
 //! Rows are sorted (tools by name, then patterns by glob, then the undeclared-name row), modes
 //! keep declaration order and intents priority order, so the text, JSON and CSV layouts are
 //! stable across runs and platforms and can be committed and reviewed as a diff. Source
@@ -41,6 +54,7 @@ use crate::compile::ToolRow;
 use crate::decision::{Decision, RuleId, Stage};
 use crate::eval::RequestError;
 use crate::policy::Policy;
+use crate::syntax::ast::RuleOutcome;
 
 /// What a table row stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -124,11 +138,18 @@ pub struct Outcome {
     /// decision) lets a call through to stage `arguments`, where a rule can still deny it or
     /// ask for confirmation. Shown as `allow*` / `confirm*`.
     pub argument_rules: bool,
+    /// In a table for a label set: the head of the `after` block that tightened the cell
+    /// (`after untrusted`), which denies its effect, makes it need confirmation, or adds
+    /// argument rules. Shown as `[after untrusted]`; `None` (and left out of the JSON) when no
+    /// block changed the cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 impl Outcome {
     /// One-line text: `allow`, `confirm if tenant, role a|b`, `deny mode`,
-    /// `deny intent; forced: confirm if tenant`, `allow*` (argument rules apply).
+    /// `deny intent; forced: confirm if tenant`, `allow*` (argument rules apply),
+    /// `deny flow [after untrusted]` (an `after` block tightened the cell).
     pub fn to_text(&self) -> String {
         let cond = self.conditions.to_text();
         let when = if cond.is_empty() {
@@ -137,12 +158,16 @@ impl Outcome {
             format!(" if {cond}")
         };
         let star = if self.argument_rules { "*" } else { "" };
-        match (self.decision, self.stage, self.forced) {
+        let text = match (self.decision, self.stage, self.forced) {
             (Decision::Deny, Some(Stage::Intent), Some(f)) => {
                 format!("deny intent; forced: {f}{star}{when}")
             }
             (Decision::Deny, Some(stage), _) => format!("deny {stage}"),
             (d, _, _) => format!("{d}{star}{when}"),
+        };
+        match &self.after {
+            Some(head) => format!("{text} [{head}]"),
+            None => text,
         }
     }
 }
@@ -188,6 +213,36 @@ pub struct TableRow {
     pub cells: Vec<TableCell>,
     /// Its own argument rules, in source order (those for every tool are [`Table::rules`]).
     pub rules: Vec<TableRule>,
+    /// The flow labels a call puts on the session (`taints`), in declaration order; left out
+    /// of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+}
+
+/// One cell of a label set's table that differs from the table without labels.
+#[derive(Clone, Debug, Serialize)]
+pub struct LabelCell {
+    /// What the row stands for.
+    pub kind: SubjectKind,
+    /// The tool name, the pattern's glob, or `*`.
+    pub name: String,
+    /// The mode.
+    pub mode: String,
+    /// The intent (`""` for a policy that declares no intents).
+    pub intent: String,
+    /// The decision for a session holding the set's labels.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// The cells that differ, for a session holding exactly one set of labels, from the table
+/// without labels.
+#[derive(Clone, Debug, Serialize)]
+pub struct LabelSet {
+    /// The set's labels, in declaration order.
+    pub labels: Vec<String>,
+    /// The cells that differ, in row order, then mode and intent order.
+    pub cells: Vec<LabelCell>,
 }
 
 /// The complete decision table of a policy (see the module docs).
@@ -206,6 +261,19 @@ pub struct Table {
     /// The argument rules that apply to every tool (the `rules` and `defaults` blocks), in
     /// source order.
     pub rules: Vec<TableRule>,
+    /// The declared flow labels; left out of the JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// For a table built for one label set ([`Table::build_for_labels`]): the labels on the
+    /// session, whose `after` blocks the cells already include. `None` for the table without
+    /// labels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_labels: Option<Vec<String>>,
+    /// For the table without labels of a policy that declares labels: per non-empty label set
+    /// (2^k - 1 of them, by mask: the first label's set, the second's, both, ...), the cells
+    /// that differ from [`Table::rows`]. Left out of the JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub label_sets: Vec<LabelSet>,
 }
 
 /// Output layout of [`Table::render`].
@@ -295,8 +363,9 @@ impl Policy {
     }
 
     /// Stages 1–5, which do not depend on the mode or the intent: the conditions, or the
-    /// unconditional deny (`Err`).
-    #[allow(clippy::type_complexity)]
+    /// unconditional deny (`Err`). Both sides are values the caller keeps (no boxing: the
+    /// table is built once per row, off the hot path).
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
     pub(crate) fn symbolic_prefix(
         &self,
         shape: &ConnShape,
@@ -312,6 +381,7 @@ impl Policy {
                     conditions: Conditions::default(),
                     forced: None,
                     argument_rules: false,
+                    after: None,
                 },
                 steps,
             )
@@ -440,6 +510,7 @@ impl Policy {
                     conditions: Conditions::default(),
                     forced: None,
                     argument_rules: false,
+                    after: None,
                 },
                 steps,
             )
@@ -510,6 +581,7 @@ impl Policy {
                     conditions,
                     forced: Some(forced),
                     argument_rules: false,
+                    after: None,
                 },
                 steps,
             );
@@ -531,9 +603,89 @@ impl Policy {
                 conditions,
                 forced: None,
                 argument_rules: false,
+                after: None,
             },
             steps,
         )
+    }
+
+    /// A cell of `row` in mode `mode` (`base`, with its `steps`, as [`Policy::row_cells`] found
+    /// it without labels) for a session holding the labels of `labels`: what stage `flow` does
+    /// to it, as [`Policy::offer_session`] decides. A block that denies the effect denies the
+    /// cell at stage `flow` (a forced name too); one that confirms it makes an `allow` a
+    /// `confirm` at stage `flow`; one with argument rules stars the cell. The block that
+    /// tightened the cell is named in [`Outcome::after`].
+    pub(crate) fn flow_cell(
+        &self,
+        row: &ToolRow,
+        mode: usize,
+        labels: u8,
+        base: &Outcome,
+        steps: &[SymStep],
+    ) -> (Outcome, Vec<SymStep>) {
+        let t = self.tables();
+        let mut o = base.clone();
+        let mut steps = steps.to_vec();
+        // Only a call that gets past stage 7 (a forced name past a denying cell too) meets
+        // stage `flow`.
+        let reaches = o.decision != Decision::Deny || o.forced.is_some();
+        if labels == 0 || !reaches {
+            return (o, steps);
+        }
+        let masks = t.flow_masks(mode, labels);
+        let bit = 1u64 << row.effect.min(63);
+        let step = |sym, rule| SymStep {
+            stage: Stage::Flow,
+            sym,
+            rule: Some(rule),
+        };
+        if masks.deny & bit != 0 {
+            let rule = self.flow_rule(mode, labels, bit, RuleOutcome::Deny);
+            let head = self.after_head(self.after_of(rule));
+            if o.decision == Decision::Deny {
+                o.forced = Some(Decision::Deny);
+                o.argument_rules = false;
+                o.after = Some(head);
+            } else {
+                o = Outcome {
+                    decision: Decision::Deny,
+                    stage: Some(Stage::Flow),
+                    conditions: Conditions::default(),
+                    forced: None,
+                    argument_rules: false,
+                    after: Some(head),
+                };
+            }
+            steps.push(step(Sym::Fail, rule));
+            return (o, steps);
+        }
+        if masks.confirm & bit != 0 {
+            let rule = self.flow_rule(mode, labels, bit, RuleOutcome::Confirm);
+            if o.decision == Decision::Allow {
+                o.decision = Decision::Confirm;
+                o.stage = Some(Stage::Flow);
+                o.after = Some(self.after_head(self.after_of(rule)));
+                steps.push(step(Sym::Confirm, rule));
+            }
+        }
+        if masks.rules && !o.argument_rules {
+            let first = t
+                .afters
+                .iter()
+                .filter(|a| a.applies(mode, labels) && !a.arg_rules.is_empty())
+                .find_map(|a| {
+                    let rule = t.arg_rules.get(a.arg_rules.start as usize)?.rule;
+                    Some((a.labels, rule))
+                });
+            if let Some((mask, rule)) = first {
+                o.argument_rules = true;
+                if o.after.is_none() {
+                    o.after = Some(self.after_head(mask));
+                }
+                steps.push(step(Sym::Cond("argument rules".to_string()), rule));
+            }
+        }
+        (o, steps)
     }
 
     /// The intents of the table's columns: the declared ones, or `[None]` without intents.
@@ -594,18 +746,69 @@ fn unreachable_deny() -> (Outcome, Vec<SymStep>) {
             conditions: Conditions::default(),
             forced: None,
             argument_rules: false,
+            after: None,
         },
         Vec::new(),
     )
 }
 
 impl Table {
-    /// Builds the table of `policy`, for every mode or only `mode`.
+    /// Builds the table of `policy`, for every mode or only `mode`, for a session without
+    /// labels; when the policy declares labels, [`Table::label_sets`] holds, per non-empty label
+    /// set, the cells that differ.
     ///
     /// # Errors
     ///
     /// [`RequestError::UnknownMode`] when `mode` is not declared.
     pub fn build(policy: &Policy, mode: Option<&str>) -> Result<Table, RequestError> {
+        Table::build_inner(policy, mode, None)
+    }
+
+    /// Builds the table of `policy` for a session holding exactly `labels`: every cell
+    /// includes what the `after` blocks that apply to that set do ([`Outcome::after`] names
+    /// the block that tightened a cell). No [`Table::label_sets`].
+    ///
+    /// # Errors
+    ///
+    /// [`RequestError::UnknownMode`] when `mode` is not declared, [`RequestError::Session`]
+    /// for a label the policy does not declare.
+    pub fn build_for_labels(
+        policy: &Policy,
+        mode: Option<&str>,
+        labels: &[&str],
+    ) -> Result<Table, RequestError> {
+        let declared = &policy.tables().labels;
+        let mut mask = 0u8;
+        for l in labels {
+            match declared.iter().position(|d| **d == **l) {
+                Some(i) => mask |= 1u8 << i,
+                None => {
+                    return Err(RequestError::Session(
+                        crate::eval::SessionError::UndeclaredLabel {
+                            label: l.to_string(),
+                            known: if declared.is_empty() {
+                                "none".to_string()
+                            } else {
+                                declared
+                                    .iter()
+                                    .map(|d| format!("`{d}`"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            },
+                        },
+                    ))
+                }
+            }
+        }
+        Table::build_inner(policy, mode, Some(mask))
+    }
+
+    /// The table without labels (`labels` `None`, with the label sets) or for one label mask.
+    fn build_inner(
+        policy: &Policy,
+        mode: Option<&str>,
+        labels: Option<u8>,
+    ) -> Result<Table, RequestError> {
         let t = policy.tables();
         let modes: Vec<usize> = match mode {
             None => (0..t.modes.len()).collect(),
@@ -624,6 +827,14 @@ impl Table {
                 })?],
         };
         let requires = |row: &ToolRow| row.requires.iter().map(|s| s.to_string()).collect();
+        let names_of = |mask: u8| -> Vec<String> {
+            t.labels
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| mask & (1u8 << i) != 0)
+                .map(|(_, l)| l.to_string())
+                .collect()
+        };
         let rules_in = |range: &std::ops::Range<u32>| -> Vec<TableRule> {
             t.arg_rules
                 .get(range.start as usize..range.end as usize)
@@ -638,54 +849,105 @@ impl Table {
                 })
                 .collect()
         };
-        let mut rows = Vec::new();
+        // Each row with the evaluation row its cells come from.
+        let mut rows: Vec<(TableRow, Option<&ToolRow>)> = Vec::new();
+        let make = |kind, name: String, shape: ConnShape, row: Option<&ToolRow>| TableRow {
+            kind,
+            name,
+            effect: row.map(|r| t.effects[r.effect as usize].to_string()),
+            requires: row.map(requires).unwrap_or_default(),
+            cells: policy.row_cells(&shape, row, &modes),
+            rules: row.map(|r| rules_in(&r.arg_rules)).unwrap_or_default(),
+            taints: row.map(|r| names_of(r.taints)).unwrap_or_default(),
+        };
         let mut tools: Vec<&(Box<str>, ToolRow)> = t.tools.iter().collect();
         tools.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, row) in tools {
-            rows.push(TableRow {
-                kind: SubjectKind::Tool,
-                name: name.to_string(),
-                effect: Some(t.effects[row.effect as usize].to_string()),
-                requires: requires(row),
-                cells: policy.row_cells(&policy.conn_shape_of_name(name), Some(row), &modes),
-                rules: rules_in(&row.arg_rules),
-            });
+            let shape = policy.conn_shape_of_name(name);
+            rows.push((
+                make(SubjectKind::Tool, name.to_string(), shape, Some(row)),
+                Some(row),
+            ));
         }
         let mut patterns: Vec<_> = t.patterns.iter().collect();
         patterns.sort_by(|a, b| a.glob.cmp(&b.glob));
         for p in patterns {
-            rows.push(TableRow {
-                kind: SubjectKind::Pattern,
-                name: p.glob.to_string(),
-                effect: Some(t.effects[p.row.effect as usize].to_string()),
-                requires: requires(&p.row),
-                cells: policy.row_cells(&policy.conn_shape_of_glob(&p.glob), Some(&p.row), &modes),
-                rules: rules_in(&p.row.arg_rules),
-            });
+            let shape = policy.conn_shape_of_glob(&p.glob);
+            rows.push((
+                make(
+                    SubjectKind::Pattern,
+                    p.glob.to_string(),
+                    shape,
+                    Some(&p.row),
+                ),
+                Some(&p.row),
+            ));
         }
-        let unknown_shape = policy.conn_shape_of_glob("*");
-        rows.push(TableRow {
-            kind: SubjectKind::Unknown,
-            name: "*".to_string(),
-            effect: t
-                .defaults
-                .as_ref()
-                .map(|d| t.effects[d.effect as usize].to_string()),
-            requires: t.defaults.as_ref().map(requires).unwrap_or_default(),
-            cells: policy.row_cells(&unknown_shape, t.defaults.as_ref(), &modes),
-            rules: t
-                .defaults
-                .as_ref()
-                .map(|d| rules_in(&d.arg_rules))
-                .unwrap_or_default(),
-        });
+        let shape = policy.conn_shape_of_glob("*");
+        rows.push((
+            make(
+                SubjectKind::Unknown,
+                "*".to_string(),
+                shape,
+                t.defaults.as_ref(),
+            ),
+            t.defaults.as_ref(),
+        ));
+        let per_mode = policy.table_intents().len();
+        // The cell at index `i` of a row is in mode `modes[i / per_mode]`.
+        let flow = |row: &ToolRow, i: usize, c: &TableCell, mask: u8| {
+            let mode = modes.get(i / per_mode.max(1)).copied().unwrap_or(0);
+            policy.flow_cell(row, mode, mask, &c.outcome, &c.steps)
+        };
+        let mut label_sets = Vec::new();
+        match labels {
+            Some(mask) => {
+                for (r, row) in &mut rows {
+                    let Some(row) = row else { continue };
+                    for (i, c) in r.cells.iter_mut().enumerate() {
+                        let (outcome, steps) = flow(row, i, c, mask);
+                        c.outcome = outcome;
+                        c.steps = steps;
+                    }
+                }
+            }
+            None => {
+                let sets = 1u16 << t.labels.len();
+                for set in 1..sets {
+                    let mask = u8::try_from(set).unwrap_or(u8::MAX);
+                    let mut cells = Vec::new();
+                    for (r, row) in &rows {
+                        let Some(row) = row else { continue };
+                        for (i, c) in r.cells.iter().enumerate() {
+                            let (outcome, _) = flow(row, i, c, mask);
+                            if outcome != c.outcome {
+                                cells.push(LabelCell {
+                                    kind: r.kind,
+                                    name: r.name.clone(),
+                                    mode: c.mode.clone(),
+                                    intent: c.intent.clone(),
+                                    outcome,
+                                });
+                            }
+                        }
+                    }
+                    label_sets.push(LabelSet {
+                        labels: names_of(mask),
+                        cells,
+                    });
+                }
+            }
+        }
         Ok(Table {
             policy: policy.name().to_string(),
             version: policy.version(),
             modes: modes.iter().map(|&m| t.modes[m].name.to_string()).collect(),
             intents: policy.table_intents().into_iter().map(|(n, _)| n).collect(),
-            rows,
+            rows: rows.into_iter().map(|(r, _)| r).collect(),
             rules: rules_in(&t.global_rules),
+            labels: names_of(u8::MAX),
+            session_labels: labels.map(names_of),
+            label_sets,
         })
     }
 
@@ -722,11 +984,16 @@ impl Table {
             .unwrap_or(1);
         let mut out = String::new();
         out.push_str(&format!(
-            "# decision table of policy \"{}\"{}\n",
+            "# decision table of policy \"{}\"{}{}\n",
             self.policy,
             self.version
                 .map(|v| format!(" version {v}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            match &self.session_labels {
+                Some(l) if l.is_empty() => ", for a session holding no label".to_string(),
+                Some(l) => format!(", for a session holding labels {}", l.join(", ")),
+                None => String::new(),
+            }
         ));
         out.push_str(&format!("# modes: {}\n", self.modes.join(", ")));
         if self.intents.iter().any(|i| !i.is_empty()) {
@@ -744,6 +1011,12 @@ impl Table {
                 "# allow*, confirm*: argument rules (`rule:` lines, and those for every tool) can still deny a call or ask for confirmation\n",
             );
         }
+        if !self.labels.is_empty() {
+            out.push_str(&format!(
+                "# labels: {} · [after L]: the `after` block that tightened the cell\n",
+                self.labels.join(", ")
+            ));
+        }
         if !self.rules.is_empty() {
             out.push_str("# rules for every tool:\n");
             for r in &self.rules {
@@ -760,68 +1033,156 @@ impl Table {
             if !row.requires.is_empty() {
                 out.push_str(&format!("  requires {}", row.requires.join(", ")));
             }
+            if !row.taints.is_empty() {
+                out.push_str(&format!("  taints {}", row.taints.join(", ")));
+            }
             out.push('\n');
             for c in &row.cells {
-                let intent = if c.intent.is_empty() { "*" } else { &c.intent };
-                let line = format!(
-                    "  {:<mw$}  {:<iw$}  {}",
-                    c.mode,
-                    intent,
-                    c.outcome.to_text()
-                );
-                out.push_str(line.trim_end());
-                out.push('\n');
+                cell_line(&mut out, &c.mode, &c.intent, &c.outcome, mw, iw);
             }
             for r in &row.rules {
                 out.push_str(&format!("  rule: {}\n", r.text));
+            }
+        }
+        for set in &self.label_sets {
+            let labels = set.labels.join(", ");
+            out.push('\n');
+            if set.cells.is_empty() {
+                out.push_str(&format!(
+                    "# labels {labels}: no cell differs from the table without labels\n"
+                ));
+                continue;
+            }
+            out.push_str(&format!(
+                "# labels {labels}: {} {} differ from the table without labels\n",
+                set.cells.len(),
+                if set.cells.len() == 1 {
+                    "cell"
+                } else {
+                    "cells"
+                }
+            ));
+            let mut last: Option<(SubjectKind, &str)> = None;
+            for c in &set.cells {
+                if last != Some((c.kind, &c.name)) {
+                    out.push_str(&format!("{} {}\n", c.kind.as_str(), c.name));
+                    last = Some((c.kind, &c.name));
+                }
+                cell_line(&mut out, &c.mode, &c.intent, &c.outcome, mw, iw);
             }
         }
         out
     }
 
     fn to_csv(&self) -> String {
+        // A policy with labels gets two more columns: the label set of the line (`a|b`, empty
+        // for the table without labels) and the `after` block that tightened the cell.
+        let flow = !self.labels.is_empty();
         let mut out = String::from(
-            "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions,argument_rules\n",
+            "kind,name,effect,mode,intent,decision,stage,forced,connector,tenant,roles,permissions,argument_rules",
         );
+        out.push_str(if flow { ",labels,after\n" } else { "\n" });
+        let effects: std::collections::HashMap<(SubjectKind, &str), &str> = self
+            .rows
+            .iter()
+            .map(|r| ((r.kind, r.name.as_str()), r.effect.as_deref().unwrap_or("")))
+            .collect();
+        let base = self.session_labels.as_ref().map(|l| l.join("|"));
         for row in &self.rows {
             for c in &row.cells {
-                let o = &c.outcome;
-                let fields = [
-                    row.kind.as_str().to_string(),
-                    row.name.clone(),
-                    row.effect.clone().unwrap_or_default(),
-                    c.mode.clone(),
-                    c.intent.clone(),
-                    o.decision.as_str().to_string(),
-                    o.stage.map(|s| s.as_str().to_string()).unwrap_or_default(),
-                    o.forced.map(|d| d.as_str().to_string()).unwrap_or_default(),
-                    o.conditions.connector.clone().unwrap_or_default(),
-                    if o.conditions.tenant { "yes" } else { "" }.to_string(),
-                    o.conditions
-                        .roles
-                        .as_ref()
-                        .map(|r| r.join("|"))
-                        .unwrap_or_default(),
-                    o.conditions
-                        .permissions
-                        .iter()
-                        .map(|g| g.join("|"))
-                        .collect::<Vec<_>>()
-                        .join(";"),
-                    if o.argument_rules { "yes" } else { "" }.to_string(),
-                ];
-                out.push_str(
-                    &fields
-                        .iter()
-                        .map(|f| csv_field(f))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                );
+                let effect = row.effect.as_deref().unwrap_or("");
+                csv_line(&mut out, row.kind, &row.name, effect, c, &c.outcome);
+                if flow {
+                    csv_flow(&mut out, base.as_deref().unwrap_or(""), &c.outcome);
+                }
+                out.push('\n');
+            }
+        }
+        for set in &self.label_sets {
+            let labels = set.labels.join("|");
+            for c in &set.cells {
+                let effect = effects
+                    .get(&(c.kind, c.name.as_str()))
+                    .copied()
+                    .unwrap_or("");
+                let cell = (c.mode.as_str(), c.intent.as_str());
+                csv_fields(&mut out, c.kind, &c.name, effect, cell, &c.outcome);
+                csv_flow(&mut out, &labels, &c.outcome);
                 out.push('\n');
             }
         }
         out
     }
+}
+
+/// The common CSV fields of one cell (no line end).
+fn csv_line(
+    out: &mut String,
+    kind: SubjectKind,
+    name: &str,
+    effect: &str,
+    c: &TableCell,
+    o: &Outcome,
+) {
+    csv_fields(out, kind, name, effect, (&c.mode, &c.intent), o);
+}
+
+/// The common CSV fields of a cell at `(mode, intent)` (no line end).
+fn csv_fields(
+    out: &mut String,
+    kind: SubjectKind,
+    name: &str,
+    effect: &str,
+    (mode, intent): (&str, &str),
+    o: &Outcome,
+) {
+    let fields = [
+        kind.as_str().to_string(),
+        name.to_string(),
+        effect.to_string(),
+        mode.to_string(),
+        intent.to_string(),
+        o.decision.as_str().to_string(),
+        o.stage.map(|s| s.as_str().to_string()).unwrap_or_default(),
+        o.forced.map(|d| d.as_str().to_string()).unwrap_or_default(),
+        o.conditions.connector.clone().unwrap_or_default(),
+        if o.conditions.tenant { "yes" } else { "" }.to_string(),
+        o.conditions
+            .roles
+            .as_ref()
+            .map(|r| r.join("|"))
+            .unwrap_or_default(),
+        o.conditions
+            .permissions
+            .iter()
+            .map(|g| g.join("|"))
+            .collect::<Vec<_>>()
+            .join(";"),
+        if o.argument_rules { "yes" } else { "" }.to_string(),
+    ];
+    out.push_str(
+        &fields
+            .iter()
+            .map(|f| csv_field(f))
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+}
+
+/// The `labels` and `after` CSV fields, each after a comma.
+fn csv_flow(out: &mut String, labels: &str, o: &Outcome) {
+    out.push(',');
+    out.push_str(&csv_field(labels));
+    out.push(',');
+    out.push_str(&csv_field(o.after.as_deref().unwrap_or("")));
+}
+
+/// One cell as a text line: `  MODE  INTENT  OUTCOME`, the columns `mw` and `iw` wide.
+fn cell_line(out: &mut String, mode: &str, intent: &str, o: &Outcome, mw: usize, iw: usize) {
+    let intent = if intent.is_empty() { "*" } else { intent };
+    let line = format!("  {mode:<mw$}  {intent:<iw$}  {}", o.to_text());
+    out.push_str(line.trim_end());
+    out.push('\n');
 }
 
 /// Quotes a CSV field when it holds a comma, a quote or a line break (RFC 4180).

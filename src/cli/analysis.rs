@@ -127,12 +127,31 @@ pub(crate) fn test(
     Ok(i32::from(failed > 0))
 }
 
-/// `toolwarden table -p FILE [--mode M] [--format F]`.
-pub(crate) fn table(policy: &Path, mode: Option<&str>, format: &str) -> CmdResult {
+/// `toolwarden table -p FILE [--mode M] [--format F] [--labels a,b]`.
+pub(crate) fn table(
+    policy: &Path,
+    mode: Option<&str>,
+    format: &str,
+    labels: Option<&[String]>,
+) -> CmdResult {
     let format = TableFormat::parse(format)
         .ok_or_else(|| format!("unknown format `{format}`; use text, json or csv"))?;
     let policy = load_policy(policy)?;
-    let table = Table::build(&policy, mode).map_err(|e| e.to_string())?;
+    let table = match labels {
+        None => Table::build(&policy, mode).map_err(|e| e.to_string()),
+        Some(labels) => {
+            // `--labels ""` is the empty set.
+            let labels: Vec<&str> = labels
+                .iter()
+                .map(String::as_str)
+                .filter(|l| !l.is_empty())
+                .collect();
+            Table::build_for_labels(&policy, mode, &labels).map_err(|e| match e {
+                toolwarden::RequestError::Session(e) => format!("`--labels`: {e}"),
+                e => e.to_string(),
+            })
+        }
+    }?;
     print!("{}", table.render(format));
     Ok(0)
 }

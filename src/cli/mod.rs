@@ -180,6 +180,10 @@ enum Command {
         /// Layout: text, json or csv.
         #[arg(long, default_value = "text")]
         format: String,
+        /// The table for a session holding exactly these flow labels (comma-separated; empty:
+        /// none), instead of the table without labels and the cells each label set changes.
+        #[arg(long, value_delimiter = ',')]
+        labels: Option<Vec<String>>,
     },
     /// Show every decision that changes between two versions of a policy.
     Diff {
@@ -481,7 +485,8 @@ pub fn run() -> i32 {
             policy,
             mode,
             format,
-        } => analysis::table(&policy, mode.as_deref(), &format),
+            labels,
+        } => analysis::table(&policy, mode.as_deref(), &format, labels.as_deref()),
         Command::Diff {
             old,
             new,
