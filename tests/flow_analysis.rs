@@ -400,3 +400,126 @@ fn a_mode_after_block_changes_only_that_mode_and_a_forced_name_too() {
     );
     assert!(text.contains("pattern web_*  effect none  taints untrusted\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden diff
+
+use toolwarden::analysis::PolicyDiff;
+
+/// The fixture policy with `example` in place of the included example, as one text.
+fn with_example(example: &str) -> Policy {
+    let text = HEADER.replace("include \"language_example.warden\"\n", example);
+    Policy::parse(&text, "flow.warden").expect("policy")
+}
+
+/// The example with the trifecta block loosened to `confirm export` and `write` denied after
+/// untrusted content.
+fn loosened() -> String {
+    EXAMPLE
+        .replace(
+            "after untrusted, private { deny export }",
+            "after untrusted, private { confirm export }",
+        )
+        .replace("  deny    execute\n", "  deny    execute, write\n")
+        .replace(
+            "tool get_balance   { effect none   taints private }",
+            "tool get_balance   { effect none   taints private, untrusted }",
+        )
+}
+
+#[test]
+fn the_diff_reports_cells_that_move_under_a_label_set() {
+    let (a, b) = (with_example(EXAMPLE), with_example(&loosened()));
+    let d = PolicyDiff::compute(&a, &b);
+    insta::assert_snapshot!("diff_label_sets", d.render());
+    let moved: Vec<(String, Vec<String>, String, String)> = d
+        .cells
+        .iter()
+        .map(|c| {
+            let show = |o: &Option<toolwarden::analysis::table::Outcome>| {
+                o.as_ref().map_or(String::new(), |o| o.to_text())
+            };
+            (c.name.clone(), c.labels.clone(), show(&c.old), show(&c.new))
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            (
+                "post_webpage".to_string(),
+                vec!["untrusted".to_string(), "private".to_string()],
+                "deny flow [after untrusted, private]".to_string(),
+                "confirm* [after untrusted]".to_string()
+            ),
+            (
+                "send_money".to_string(),
+                vec!["untrusted".to_string()],
+                "confirm* [after untrusted]".to_string(),
+                "deny flow [after untrusted]".to_string()
+            ),
+        ]
+    );
+    // `send_money` moves under `untrusted, private` too, but as under `untrusted` alone: shown
+    // once, under the smaller set.
+    assert!(!d.is_empty());
+}
+
+#[test]
+fn a_label_added_in_the_new_version_names_its_set() {
+    let new = EXAMPLE.replace(
+        "labels untrusted, private",
+        "labels untrusted, private, secret",
+    ) + "after secret { deny none }\n";
+    let d = PolicyDiff::compute(&with_example(EXAMPLE), &with_example(&new));
+    let cells: Vec<(String, Vec<String>)> = d
+        .cells
+        .iter()
+        .map(|c| (c.name.clone(), c.labels.clone()))
+        .collect();
+    assert_eq!(
+        cells,
+        ["get_balance", "get_webpage", "read_inbox"]
+            .map(|n| (n.to_string(), vec!["secret".to_string()]))
+    );
+    assert_eq!(
+        d.groups[0].summary,
+        "`tool get_balance` with labels secret: after secret: deny none — 1 cell allow → deny"
+    );
+    assert_eq!(
+        d.settings,
+        [
+            "after secret: (none) -> { deny none }",
+            "labels: untrusted, private -> untrusted, private, secret"
+        ]
+    );
+}
+
+#[test]
+fn a_change_without_labels_is_not_repeated_under_each_label_set() {
+    let new = EXAMPLE.replace(
+        "tool get_webpage   { effect none   taints untrusted }",
+        "tool get_webpage   { effect write  taints untrusted }",
+    );
+    let d = PolicyDiff::compute(&with_example(EXAMPLE), &with_example(&new));
+    let cells: Vec<(String, Vec<String>, String)> = d
+        .cells
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                c.labels.clone(),
+                c.new.as_ref().map_or(String::new(), |o| o.to_text()),
+            )
+        })
+        .collect();
+    // Without labels `get_webpage` stays allowed (the matrix allows write); after untrusted
+    // content a write needs the user, which it did not as a `none` tool.
+    assert_eq!(
+        cells,
+        [(
+            "get_webpage".to_string(),
+            vec!["untrusted".to_string()],
+            "confirm* [after untrusted]".to_string()
+        )]
+    );
+}

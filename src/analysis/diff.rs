@@ -15,6 +15,13 @@
 //! Argument rules, which no cell reads, are compared as canonical text
 //! ([`super::rule_changes`]), and recorded calls can be replayed ([`super::replay`]).
 //!
+//! Flow labels: a cell can also move only for a session holding some labels (an `after`
+//! block added, loosened or tightened, a label renamed). Every non-empty subset of both
+//! versions' labels is compared (each version ignoring the labels it does not declare), and a
+//! cell that moves under a set is reported with that set ([`CellChange::labels`]), once, under
+//! the smallest sets where the change appears. The `labels` declaration, each tool's `taints`
+//! and each `after` block that changed are declaration lines.
+//!
 //! Roles and permissions compare by closure (what each includes or implies, however it is
 //! written): the `roles` and `permissions` declaration lines list, on each side, only the names
 //! whose closure changed, each with what it includes (implies) there.
@@ -77,6 +84,11 @@ pub struct CellChange {
     /// delete: allow`, `mode analyzer: restrict none`); the new version's rule, else the old
     /// one's; `""` when neither text spells it out.
     pub label: String,
+    /// The flow labels on the session for which the cell moves (in the union of both
+    /// versions' labels, old order then new); empty (and left out of the JSON) for the cell of
+    /// a session without labels.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// The cells of one subject that one rule moved, summarized on one line for review:
@@ -91,6 +103,10 @@ pub struct CellGroup {
     pub name: String,
     /// The deciding rule's one-line label ([`CellChange::label`]).
     pub label: String,
+    /// The label set the group's cells move under ([`CellChange::labels`]); left out of the
+    /// JSON when empty.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
     /// The new version's deciding rule.
     pub rule: Option<RuleRef>,
     /// The old version's rule at the same stage.
@@ -550,6 +566,190 @@ impl<'p> Side<'p> {
     }
 }
 
+impl Side<'_> {
+    /// The evaluation row of a subject on this side (the one its cells come from).
+    fn row(&self, kind: SubjectKind, name: &str) -> Option<&crate::compile::ToolRow> {
+        let t = self.policy.tables();
+        match kind {
+            SubjectKind::Tool => self.policy.resolve_tool(name).1,
+            SubjectKind::Pattern => t.patterns.iter().find(|x| &*x.glob == name).map(|x| &x.row),
+            SubjectKind::Unknown => t.defaults.as_ref(),
+        }
+    }
+
+    /// This side's label mask for the label names of `set` (bits over `union`); labels it does
+    /// not declare are not on its session.
+    fn mask(&self, union: &[String], set: u32) -> u8 {
+        self.policy
+            .labels()
+            .enumerate()
+            .filter(|(_, l)| {
+                union
+                    .iter()
+                    .position(|u| u == l)
+                    .is_some_and(|i| set & (1u32 << i) != 0)
+            })
+            .fold(0u8, |m, (i, _)| m | (1u8 << i))
+    }
+}
+
+/// Most labels whose every subset the diff compares; with more (a policy renamed most of its
+/// labels), only the subsets of one side's labels are compared.
+const MAX_UNION_LABELS: usize = 10;
+
+/// The label sets the diff compares, as bit sets over `union`, fewest labels first: every
+/// non-empty subset of the union of both versions' labels, or (beyond
+/// [`MAX_UNION_LABELS`]) every non-empty subset of one version's labels.
+fn label_sets(a: &Side<'_>, b: &Side<'_>, union: &[String]) -> Vec<u32> {
+    let mut sets: Vec<u32> = if union.len() <= MAX_UNION_LABELS {
+        (1..(1u32 << union.len())).collect()
+    } else {
+        let side = |s: &Side<'_>| -> u32 {
+            s.policy
+                .labels()
+                .filter_map(|l| union.iter().position(|u| u == l))
+                .fold(0u32, |m, i| m | (1u32 << i))
+        };
+        let mut out = BTreeSet::new();
+        for all in [side(a), side(b)] {
+            // Every non-empty subset of `all`.
+            let mut sub = all;
+            while sub != 0 {
+                out.insert(sub);
+                sub = (sub - 1) & all;
+            }
+        }
+        out.into_iter().collect()
+    };
+    sets.sort_by_key(|s| (s.count_ones(), *s));
+    sets
+}
+
+/// Whether the pair of outcomes `(old, new)` `q` is the change `p` already shows: the same
+/// pair, or (when `p` moves) the same new outcome reached from the same old decision (the old
+/// outcome's reason may differ: a label the old version already judged, say).
+fn same_change(
+    p: &(Option<Outcome>, Option<Outcome>),
+    q: &(Option<Outcome>, Option<Outcome>),
+) -> bool {
+    let decision = |o: &Option<Outcome>| o.as_ref().map(|o| o.decision);
+    p == q || (p.0 != p.1 && p.1 == q.1 && decision(&p.0) == decision(&q.0))
+}
+
+/// The cells that move for a session holding some label set (see [`PolicyDiff::compute`]):
+/// for each set, each subject and each cell, the two versions' outcomes with the `after`
+/// blocks of that set. A cell is reported under a set when its outcomes differ and the change
+/// is not already that of a set with one label fewer (the set without labels included; see
+/// [`same_change`]): so each change shows once, under the smallest sets where it appears.
+fn flow_cells(
+    a: &Side<'_>,
+    b: &Side<'_>,
+    subjects: &BTreeSet<(SubjectKind, String)>,
+    modes: &[String],
+    intents: &[String],
+) -> Vec<CellChange> {
+    let mut union: Vec<String> = strings(a.policy.labels());
+    union.extend(
+        b.policy
+            .labels()
+            .filter(|l| !union.iter().any(|u| u == l))
+            .map(str::to_string)
+            .collect::<Vec<_>>(),
+    );
+    let sets = label_sets(a, b, &union);
+    if sets.is_empty() {
+        return Vec::new();
+    }
+    let names = |set: u32| -> Vec<String> {
+        union
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| set & (1u32 << i) != 0)
+            .map(|(_, l)| l.clone())
+            .collect()
+    };
+    let masks: Vec<(u8, u8)> = sets
+        .iter()
+        .map(|&s| (a.mask(&union, s), b.mask(&union, s)))
+        .collect();
+    let mode_index = |side: &Side<'_>, mode: &str| side.modes.iter().position(|m| m == mode);
+    let mut out = Vec::new();
+    for (kind, name) in subjects {
+        let (co, cn) = (a.cells(*kind, name), b.cells(*kind, name));
+        let (ro, rn) = (a.row(*kind, name), b.row(*kind, name));
+        for mode in modes {
+            for intent in intents {
+                let key = (mode.clone(), intent.clone());
+                let x = co.as_ref().and_then(|c| c.get(&key));
+                let y = cn.as_ref().and_then(|c| c.get(&key));
+                // One side's cell for the label mask `mask`.
+                let under = |side: &Side<'_>, cell: Option<&TableCell>, row, mask: u8| {
+                    let cell = cell?;
+                    match (row, mode_index(side, mode)) {
+                        (Some(row), Some(m)) => {
+                            Some(
+                                side.policy
+                                    .flow_cell(row, m, mask, &cell.outcome, &cell.steps),
+                            )
+                        }
+                        _ => Some((cell.outcome.clone(), cell.steps.clone())),
+                    }
+                };
+                let base = (x.map(|c| c.outcome.clone()), y.map(|c| c.outcome.clone()));
+                let mut pairs: BTreeMap<u32, (Option<Outcome>, Option<Outcome>)> = BTreeMap::new();
+                for (&set, &(mo, mn)) in sets.iter().zip(&masks) {
+                    let (fx, fy) = (under(a, x, ro, mo), under(b, y, rn, mn));
+                    let pair = (
+                        fx.as_ref().map(|f| f.0.clone()),
+                        fy.as_ref().map(|f| f.0.clone()),
+                    );
+                    let inherited = (0..union.len())
+                        .filter(|i| set & (1u32 << i) != 0)
+                        .any(|i| {
+                            let smaller = set & !(1u32 << i);
+                            let p = if smaller == 0 {
+                                Some(&base)
+                            } else {
+                                pairs.get(&smaller)
+                            };
+                            p.is_some_and(|p| same_change(p, &pair))
+                        });
+                    if pair.0 != pair.1 && !inherited {
+                        let (rule_o, rule_n) = deciding_rules(
+                            fx.as_ref().map(|f| f.1.as_slice()),
+                            fy.as_ref().map(|f| f.1.as_slice()),
+                        );
+                        let moved = match (&pair.0, &pair.1) {
+                            (Some(p), Some(q)) if p.decision == q.decision => Moved::Reason,
+                            _ => Moved::Decision,
+                        };
+                        let label = rule_n
+                            .map(|r| rule_label(b.policy, r))
+                            .filter(|l| !l.is_empty())
+                            .or_else(|| rule_o.map(|r| rule_label(a.policy, r)))
+                            .unwrap_or_default();
+                        out.push(CellChange {
+                            moved,
+                            kind: *kind,
+                            name: name.clone(),
+                            mode: mode.clone(),
+                            intent: intent.clone(),
+                            old: pair.0.clone(),
+                            new: pair.1.clone(),
+                            rule: rule_n.and_then(|r| RuleRef::of(b.policy, r)),
+                            old_rule: rule_o.and_then(|r| RuleRef::of(a.policy, r)),
+                            label,
+                            labels: names(set),
+                        });
+                    }
+                    pairs.insert(set, pair);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The first stage whose symbolic result differs, with the rules read there on each side.
 fn deciding_rules(
     old: Option<&[SymStep]>,
@@ -621,6 +821,7 @@ fn rule_label(p: &Policy, rule: RuleId) -> String {
             }
         }
         Some(RuleKind::NoMatrix) => format!("mode {text} (no matrix)"),
+        Some(RuleKind::AfterLine) => format!("{}: {text}", p.after_head(p.after_of(rule))),
         _ => text,
     }
 }
@@ -668,6 +869,13 @@ fn reason_pair(a: &Outcome, b: &Outcome) -> (String, String) {
         (stage(a), stage(b))
     } else if a.conditions != b.conditions {
         (when(a), when(b))
+    } else if a.after != b.after {
+        let after = |o: &Outcome| {
+            o.after
+                .clone()
+                .unwrap_or_else(|| "no after block".to_string())
+        };
+        (after(a), after(b))
     } else {
         (forced(a), forced(b))
     }
@@ -691,6 +899,7 @@ fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
         Moved,
         SubjectKind,
         &'c str,
+        &'c [String],
         &'c str,
         Option<&'c str>,
         Option<&'c str>,
@@ -701,6 +910,7 @@ fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
             c.moved,
             c.kind,
             &c.name,
+            &c.labels,
             &c.label,
             location(&c.rule),
             location(&c.old_rule),
@@ -711,6 +921,7 @@ fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
                 kind: c.kind,
                 name: c.name.clone(),
                 label: c.label.clone(),
+                labels: c.labels.clone(),
                 rule: c.rule.clone(),
                 old_rule: c.old_rule.clone(),
                 count: 0,
@@ -756,8 +967,13 @@ fn group_cells(cells: &[CellChange]) -> Vec<CellGroup> {
         } else {
             &g.label
         };
+        let with = if g.labels.is_empty() {
+            String::new()
+        } else {
+            format!(" with labels {}", g.labels.join(", "))
+        };
         g.summary = format!(
-            "{}: {label} — {}",
+            "{}{with}: {label} — {}",
             subject(g.kind, &g.name),
             moves.join(", ")
         );
@@ -875,11 +1091,15 @@ impl PolicyDiff {
                         new: y.map(|c| c.outcome.clone()),
                         rule: rn.and_then(|r| RuleRef::of(new, r)),
                         old_rule: ro.and_then(|r| RuleRef::of(old, r)),
+                        labels: Vec::new(),
                     });
                 }
             }
         }
-        // Decisions first, reasons after; each in subject, mode and intent order.
+        diff.cells
+            .extend(flow_cells(&a, &b, &subjects, &modes, &intents));
+        // Decisions first, reasons after; each in subject, mode and intent order (a cell of
+        // a label set after the cells without labels).
         diff.cells.sort_by_key(|c| c.moved);
         diff.groups = group_cells(&diff.cells);
         diff.rules = super::rule_changes::rule_changes(old, new);

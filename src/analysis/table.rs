@@ -665,8 +665,9 @@ impl Policy {
                 o.decision = Decision::Confirm;
                 o.stage = Some(Stage::Flow);
                 o.after = Some(self.after_head(self.after_of(rule)));
-                steps.push(step(Sym::Confirm, rule));
             }
+            // Read even when an earlier stage already asks (the diff names it).
+            steps.push(step(Sym::Confirm, rule));
         }
         if masks.rules && !o.argument_rules {
             let first = t
