@@ -523,3 +523,140 @@ fn a_change_without_labels_is_not_repeated_under_each_label_set() {
         )]
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden explain
+
+#[test]
+fn explain_lists_the_after_blocks_of_the_mode_for_the_labels() {
+    let p = policy();
+    let request = toolwarden::Request::new("autonomous");
+    let intent = p.fallback_intent();
+    let trace = p
+        .explain_labels(&request, &intent, "post_webpage", &["untrusted"])
+        .expect("trace");
+    let at = fixture("language_example.warden").display().to_string();
+    let blocks: Vec<(String, bool, Vec<String>, &str, usize)> = trace
+        .after_blocks
+        .iter()
+        .map(|a| {
+            (
+                a.head.clone(),
+                a.applies,
+                a.missing.clone(),
+                a.effect,
+                a.lines.len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [
+            ("after untrusted".to_string(), true, vec![], "confirm", 3),
+            (
+                "after untrusted, private".to_string(),
+                false,
+                vec!["private".to_string()],
+                "deny",
+                1
+            ),
+        ]
+    );
+    assert_eq!(
+        trace.after_blocks[0].lines,
+        [
+            format!("{at}:10:3: confirm write, export"),
+            format!("{at}:11:3: deny    execute"),
+            format!("{at}:12:3: confirm when recipient not in query"),
+        ]
+    );
+    // Without labels the trace lists no block.
+    let plain = p.explain(&request, &intent, "post_webpage").expect("trace");
+    assert!(plain.after_blocks.is_empty());
+}
+
+#[test]
+fn explain_text_shows_the_blocks_and_a_session_file_its_label_sources() {
+    let p = policy();
+    let mut s = toolwarden::Session::new();
+    s.record(&p, "read_inbox").expect("record");
+    let dir = std::env::temp_dir().join(format!("tw-flow-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("session.json");
+    std::fs::write(&file, s.to_json()).expect("write session");
+    let (code, out, err) = toolwarden(&[
+        "explain",
+        "-p",
+        "tests/fixtures/flow/header.warden",
+        "--mode",
+        "autonomous",
+        "--tool",
+        "post_webpage",
+        "--session",
+        &file.display().to_string(),
+    ]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..2],
+        [
+            "session label untrusted: from read_inbox in turn 1",
+            "session label private: from read_inbox in turn 1"
+        ]
+    );
+    let tail: Vec<&str> = out.lines().skip_while(|l| *l != "after blocks:").collect();
+    let at = "tests/fixtures/flow/language_example.warden";
+    assert_eq!(
+        tail,
+        [
+            "after blocks:".to_string(),
+            "  after untrusted: applies: the tool's effect needs confirmation".to_string(),
+            format!("      {at}:10:3: confirm write, export"),
+            format!("      {at}:11:3: deny    execute"),
+            format!("      {at}:12:3: confirm when recipient not in query"),
+            "  after untrusted, private: applies: denies the tool's effect".to_string(),
+            format!("      {at}:14:28: deny export"),
+            "decision: deny (stage flow)".to_string(),
+        ]
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden fmt
+
+#[test]
+fn fmt_keeps_labels_taints_and_after_blocks_and_is_idempotent() {
+    let text = HEADER.replace("include \"language_example.warden\"\n", EXAMPLE);
+    let once = toolwarden::fmt::format_source(&text, "flow.warden").expect("formats");
+    let twice = toolwarden::fmt::format_source(&once, "flow.warden").expect("formats again");
+    assert_eq!(once, twice);
+    for kept in [
+        "labels untrusted, private\n",
+        "tool read_inbox  { effect none  taints untrusted, private }\n",
+        "after untrusted {\n  confirm write, export  # effects that now need the user\n  deny execute\n  confirm when recipient not in query  # argument rules, as in tool bodies, for every tool\n}\n",
+        "after untrusted, private { deny export }  # all listed labels present: the trifecta\n",
+    ] {
+        assert!(once.contains(kept), "{kept:?} in\n{once}");
+    }
+    // The formatted policy decides as the original: no cell moves under any label set, and
+    // no declaration changes.
+    let (a, b) = (
+        Policy::parse(&text, "flow.warden").expect("original"),
+        Policy::parse(&once, "flow.warden").expect("formatted"),
+    );
+    let d = PolicyDiff::compute(&a, &b);
+    assert!(d.is_empty(), "{}", d.render());
+    // (The text layout leaves positions out: the formatted rules sit on other lines.)
+    assert_eq!(
+        Table::build(&a, None).expect("t").render(TableFormat::Text),
+        Table::build(&b, None).expect("t").render(TableFormat::Text)
+    );
+    // A mode's own `after` block survives too.
+    let modes = toolwarden::fmt::format_source(MODES, "modes.warden").expect("formats");
+    assert!(modes.contains("after untrusted { deny write }"), "{modes}");
+    let diff = PolicyDiff::compute(
+        &Policy::parse(MODES, "modes.warden").expect("original"),
+        &Policy::parse(&modes, "modes.warden").expect("formatted"),
+    );
+    assert!(diff.is_empty(), "{}", diff.render());
+}

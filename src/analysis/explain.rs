@@ -79,6 +79,30 @@ pub struct Trace {
     pub decision: Decision,
     /// The stage that denied, or [`Stage::Confirmation`] for a confirm; `None` for an allow.
     pub stage: Option<Stage>,
+    /// With labels ([`Policy::explain_labels`]): every `after` block of the request's mode
+    /// (the top-level ones and the mode's own), whether it applies to the labels and what it
+    /// does to the tool. Empty (and left out of the JSON) without labels.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_blocks: Vec<AfterBlock>,
+}
+
+/// One `after` block as explain lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AfterBlock {
+    /// `after untrusted, private`.
+    pub head: String,
+    /// The mode whose block it is; `None` for a top-level block.
+    pub mode: Option<String>,
+    /// Whether every label it names is on the session.
+    pub applies: bool,
+    /// The labels it names that are not on the session, in declaration order.
+    pub missing: Vec<String>,
+    /// What it does to the tool's effect: `deny`, `confirm`, or `none`; `none` for a name
+    /// without an effect.
+    pub effect: &'static str,
+    /// Its lines (`confirm EFFECTS`, `deny EFFECTS`) and argument rules, each as
+    /// `file:line:col: text`.
+    pub lines: Vec<String>,
 }
 
 impl Trace {
@@ -121,6 +145,26 @@ impl Trace {
             }
             for rule in &step.rules {
                 out.push_str(&rule.note("      "));
+            }
+        }
+        if !self.after_blocks.is_empty() {
+            out.push_str("after blocks:\n");
+        }
+        for a in &self.after_blocks {
+            let mode = a
+                .mode
+                .as_ref()
+                .map(|m| format!(" (mode {m})"))
+                .unwrap_or_default();
+            let what = match (a.applies, a.effect) {
+                (false, _) => format!("waits for {}", a.missing.join(", ")),
+                (true, "deny") => "applies: denies the tool's effect".to_string(),
+                (true, "confirm") => "applies: the tool's effect needs confirmation".to_string(),
+                (true, _) => "applies: leaves the tool's effect alone".to_string(),
+            };
+            out.push_str(&format!("  {}{mode}: {what}\n", a.head));
+            for l in &a.lines {
+                out.push_str(&format!("      {l}\n"));
             }
         }
         out.push_str(&format!("decision: {}", self.decision));
@@ -409,6 +453,12 @@ impl Policy {
             steps: Vec::new(),
             decision: Decision::Allow,
             stage: None,
+            after_blocks: match labels {
+                Some(labels) => {
+                    self.after_blocks(b.mode, labels, row.map(|r| 1u64 << r.effect.min(63)))
+                }
+                None => Vec::new(),
+            },
         };
         let mut failed = false;
         let mut push = |trace: &mut Trace, stage, ok: Option<bool>, detail: String, rules| {
@@ -814,6 +864,68 @@ impl Policy {
             });
         }
         Ok(trace)
+    }
+}
+
+impl Policy {
+    /// The `after` blocks of mode `mode` (top-level ones first), each with whether it applies
+    /// to the label mask `labels` and what it does to the effect `bit` (`None`: no effect).
+    fn after_blocks(&self, mode: usize, labels: u8, bit: Option<u64>) -> Vec<AfterBlock> {
+        let t = self.tables();
+        t.afters
+            .iter()
+            .filter(|a| a.mode.is_none_or(|m| usize::from(m) == mode))
+            .map(|a| {
+                let hits = |outcome: RuleOutcome| {
+                    bit.is_some_and(|bit| {
+                        a.lines
+                            .iter()
+                            .any(|(o, effects, _)| *o == outcome && effects & bit != 0)
+                    })
+                };
+                let effect = if hits(RuleOutcome::Deny) {
+                    "deny"
+                } else if hits(RuleOutcome::Confirm) {
+                    "confirm"
+                } else {
+                    "none"
+                };
+                let mut lines: Vec<String> = a
+                    .lines
+                    .iter()
+                    .filter_map(|&(_, _, rule)| {
+                        Some(format!(
+                            "{}: {}",
+                            self.rule_source(rule)?,
+                            self.rule_text(rule).trim()
+                        ))
+                    })
+                    .collect();
+                let (from, to) = (a.arg_rules.start as usize, a.arg_rules.end as usize);
+                lines.extend(
+                    t.arg_rules
+                        .get(from..to)
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|r| Some(format!("{}: {}", self.rule_source(r.rule)?, r.text))),
+                );
+                let missing = a.labels & !labels;
+                AfterBlock {
+                    head: self.after_head(a.labels),
+                    mode: a
+                        .mode
+                        .and_then(|m| t.modes.get(usize::from(m)))
+                        .map(|m| m.name.to_string()),
+                    applies: missing == 0,
+                    missing: (0..t.labels.len())
+                        .filter(|i| missing & (1u8 << i) != 0)
+                        .map(|i| t.labels[i].to_string())
+                        .collect(),
+                    effect,
+                    lines,
+                }
+            })
+            .collect()
     }
 }
 

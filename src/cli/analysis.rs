@@ -301,8 +301,16 @@ pub(crate) fn explain(
             (Some(verdict), rules)
         }
     };
+    // Where the labels of a session file came from (`--labels` put its own there).
+    let sources: Vec<&toolwarden::LabelSource> = match (&session, flow.session) {
+        (Some(s), Some(_)) => s.labels().iter().collect(),
+        _ => Vec::new(),
+    };
     if json {
         let mut v = serde_json::to_value(&trace).map_err(|e| e.to_string())?;
+        if !sources.is_empty() {
+            v["session_labels"] = serde_json::to_value(&sources).map_err(|e| e.to_string())?;
+        }
         if let Some(verdict) = &verdict {
             v["call"] = verdict.to_json();
         }
@@ -311,6 +319,12 @@ pub(crate) fn explain(
         }
         println!("{}", pretty(&v));
     } else {
+        for l in &sources {
+            println!(
+                "session label {}: from {} in turn {}",
+                l.label, l.tool, l.turn
+            );
+        }
         print!("{}", trace.render());
         for r in &rules {
             let verdict = match &r.fired {
