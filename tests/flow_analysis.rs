@@ -660,3 +660,48 @@ fn fmt_keeps_labels_taints_and_after_blocks_and_is_idempotent() {
     );
     assert!(diff.is_empty(), "{}", diff.render());
 }
+
+// ---------------------------------------------------------------------------------------------
+// toolwarden graph
+
+use toolwarden::analysis::graph::{render, GraphFormat};
+
+#[test]
+fn the_graph_draws_labels_taints_and_after_blocks() {
+    let p = policy();
+    let dot = render(&p, GraphFormat::Dot);
+    let flow: String = dot
+        .lines()
+        .skip_while(|l| !l.starts_with("  subgraph cluster_labels"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!("graph_flow_dot", flow);
+    let mermaid = render(&p, GraphFormat::Mermaid);
+    let flow: String = mermaid
+        .lines()
+        .skip_while(|l| !l.starts_with("  subgraph labels"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!("graph_flow_mermaid", flow);
+    // A mode's block names its mode.
+    let modes = render(
+        &Policy::parse(MODES, "modes.warden").expect("policy"),
+        GraphFormat::Mermaid,
+    );
+    assert!(
+        modes.contains("    f0[\"after untrusted (mode strict)<br/>deny write\"]\n"),
+        "{modes}"
+    );
+    assert!(modes.contains("  p0 -.->|taints| l0\n"), "{modes}");
+}
+
+#[test]
+fn a_policy_without_labels_draws_no_flow_part() {
+    let p = Policy::parse(
+        "policy \"p\"\neffects none, write\nmode m { }\ntool a { effect write }\n",
+        "p.warden",
+    )
+    .expect("policy");
+    assert!(!render(&p, GraphFormat::Dot).contains("cluster_labels"));
+    assert!(!render(&p, GraphFormat::Mermaid).contains("subgraph labels"));
+}

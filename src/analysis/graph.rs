@@ -15,7 +15,12 @@
 //! - the connector **tiers** in precedence order;
 //! - each **argument rule** (`deny when ...`, `confirm when ...`) as a node of its tool or
 //!   pattern, labelled with its canonical text and coloured by its outcome, and the rules for
-//!   every tool (the `rules` and `defaults` blocks) in a group of their own.
+//!   every tool (the `rules` and `defaults` blocks) in a group of their own;
+//! - the **flow labels** (hexagons), a dashed `taints` edge from each tool or pattern to the
+//!   labels its calls put on the session, and each **`after` block** with its lines and
+//!   argument rules, reached from the labels it waits for (`after`) and linked to the effects
+//!   it denies (`deny`) or makes need confirmation (`confirm`). Drawn only when the policy
+//!   declares labels.
 //!
 //! One node per mode instead of one per cell keeps the picture readable: finance.warden's
 //! 75 cells become three five-by-five tables.
@@ -99,6 +104,78 @@ struct Picture {
     rules: Vec<(String, RuleNode)>,
     /// The argument rules for every tool.
     global_rules: Vec<RuleNode>,
+    /// The declared flow labels.
+    labels: Vec<String>,
+    /// (tool node id, label index): what a call of the tool puts on the session.
+    taints: Vec<(String, usize)>,
+    /// The `after` blocks, in compiled order.
+    afters: Vec<AfterNode>,
+}
+
+/// An `after` block as drawn: node id (`f<index>`), its head (with its mode), its lines, the
+/// labels it waits for and the effects it denies and confirms.
+struct AfterNode {
+    id: String,
+    head: String,
+    lines: Vec<String>,
+    labels: Vec<usize>,
+    deny: Vec<usize>,
+    confirm: Vec<usize>,
+}
+
+/// The `after` blocks of `policy` as drawn.
+fn after_nodes(policy: &Policy) -> Vec<AfterNode> {
+    let t = policy.tables();
+    let effects_of = |mask: u64| -> Vec<usize> {
+        (0..t.effects.len().min(64))
+            .filter(|e| mask & (1u64 << e) != 0)
+            .collect()
+    };
+    t.afters
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut head = policy.after_head(a.labels);
+            if let Some(m) = a.mode.and_then(|m| t.modes.get(usize::from(m))) {
+                head.push_str(&format!(" (mode {})", m.name));
+            }
+            let (mut deny, mut confirm) = (0u64, 0u64);
+            let mut lines = Vec::new();
+            for &(outcome, mask, _) in &a.lines {
+                let word = match outcome {
+                    crate::syntax::ast::RuleOutcome::Deny => {
+                        deny |= mask;
+                        "deny"
+                    }
+                    crate::syntax::ast::RuleOutcome::Confirm => {
+                        confirm |= mask;
+                        "confirm"
+                    }
+                };
+                let names: Vec<&str> = effects_of(mask).iter().map(|&e| &*t.effects[e]).collect();
+                lines.push(format!("{word} {}", names.join(", ")));
+            }
+            let (from, to) = (a.arg_rules.start as usize, a.arg_rules.end as usize);
+            lines.extend(
+                t.arg_rules
+                    .get(from..to)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|r| r.text.to_string()),
+            );
+            AfterNode {
+                id: format!("f{i}"),
+                head,
+                lines,
+                labels: (0..t.labels.len())
+                    .filter(|l| a.labels & (1u8 << l) != 0)
+                    .collect(),
+                // A denied effect is not also drawn as confirmed.
+                confirm: effects_of(confirm & !deny),
+                deny: effects_of(deny),
+            }
+        })
+        .collect()
 }
 
 /// An argument rule as drawn: node id (`a<index>`), outcome, canonical text.
@@ -151,6 +228,9 @@ fn gather(policy: &Policy) -> Picture {
         requires: Vec::new(),
         rules: Vec::new(),
         global_rules: RuleNode::of(policy, &t.global_rules),
+        labels: t.labels.iter().map(|s| s.to_string()).collect(),
+        taints: Vec::new(),
+        afters: after_nodes(policy),
     };
     let out = |n: NodeIndex, kind: Edge| -> Vec<NodeIndex> {
         let mut v: Vec<NodeIndex> = g
@@ -212,6 +292,11 @@ fn gather(policy: &Policy) -> Picture {
                 }
                 for r in RuleNode::of(policy, &row.arg_rules) {
                     pic.rules.push((id.clone(), r));
+                }
+                for l in 0..t.labels.len() {
+                    if row.taints & (1u8 << l) != 0 {
+                        pic.taints.push((id.clone(), l));
+                    }
                 }
                 pic.tools
                     .push((id, label, is_pattern, !row.enabled, effect));
@@ -519,8 +604,98 @@ fn dot(policy: &Policy, pic: &Picture) -> String {
         }
         s.push_str("  }\n");
     }
+    dot_flow(pic, &mut s);
     s.push_str("}\n");
     s
+}
+
+/// The flow labels, the tools' `taints` and the `after` blocks, in DOT (nothing without labels).
+fn dot_flow(pic: &Picture, s: &mut String) {
+    if pic.labels.is_empty() {
+        return;
+    }
+    s.push_str("  subgraph cluster_labels {\n    label=\"flow labels (taints)\"; style=\"rounded,filled\"; fillcolor=\"#fffbea\"; color=\"#d6c27a\";\n");
+    for (i, l) in pic.labels.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "    l{i} [label={}, shape=hexagon, fillcolor=\"#fff1b8\"];",
+            dot_string(l)
+        );
+    }
+    s.push_str("  }\n");
+    for (id, l) in &pic.taints {
+        let _ = writeln!(
+            s,
+            "  {id} -> l{l} [style=dashed, color=\"#b08d1a\", label=\"taints\"];"
+        );
+    }
+    if pic.afters.is_empty() {
+        return;
+    }
+    s.push_str("  subgraph cluster_afters {\n    label=\"after blocks (once every label is on the session)\"; style=\"rounded,filled\"; fillcolor=\"#fdf3ec\"; color=\"#d1a98a\";\n");
+    for a in &pic.afters {
+        let mut l = format!("<b>{}</b>", html(&a.head));
+        for line in &a.lines {
+            let _ = write!(l, "<br/><font point-size=\"9\">{}</font>", html(line));
+        }
+        let _ = writeln!(s, "    {} [label=<{l}>, shape=note];", a.id);
+    }
+    s.push_str("  }\n");
+    for a in &pic.afters {
+        for l in &a.labels {
+            let _ = writeln!(s, "  l{l} -> {} [label=\"after\"];", a.id);
+        }
+        // Edge colours: darker shades of the deny and confirm cell colours.
+        for (effects, word, color) in [
+            (&a.deny, "deny", "#c62828"),
+            (&a.confirm, "confirm", "#b8860b"),
+        ] {
+            for e in effects {
+                let _ = writeln!(
+                    s,
+                    "  {} -> e{e} [label=\"{word}\", color=\"{color}\", fontcolor=\"{color}\"];",
+                    a.id
+                );
+            }
+        }
+    }
+}
+
+/// The flow labels, the tools' `taints` and the `after` blocks, in Mermaid (nothing without
+/// labels).
+fn mermaid_flow(pic: &Picture, s: &mut String) {
+    if pic.labels.is_empty() {
+        return;
+    }
+    s.push_str("  subgraph labels[\"flow labels (taints)\"]\n");
+    for (i, l) in pic.labels.iter().enumerate() {
+        let _ = writeln!(s, "    l{i}{{{{\"{}\"}}}}", mermaid_text(l));
+    }
+    s.push_str("  end\n");
+    for (id, l) in &pic.taints {
+        let _ = writeln!(s, "  {id} -.->|taints| l{l}");
+    }
+    if pic.afters.is_empty() {
+        return;
+    }
+    s.push_str("  subgraph afters[\"after blocks (once every label is on the session)\"]\n");
+    for a in &pic.afters {
+        let mut text = vec![mermaid_text(&a.head)];
+        text.extend(a.lines.iter().map(|l| mermaid_text(l)));
+        let _ = writeln!(s, "    {}[\"{}\"]", a.id, text.join("<br/>"));
+    }
+    s.push_str("  end\n");
+    for a in &pic.afters {
+        for l in &a.labels {
+            let _ = writeln!(s, "  l{l} -->|after| {}", a.id);
+        }
+        for e in &a.deny {
+            let _ = writeln!(s, "  {} -->|deny| e{e}", a.id);
+        }
+        for e in &a.confirm {
+            let _ = writeln!(s, "  {} -->|confirm| e{e}", a.id);
+        }
+    }
 }
 
 fn mermaid_text(s: &str) -> String {
@@ -641,6 +816,7 @@ fn mermaid(policy: &Policy, pic: &Picture) -> String {
         }
         s.push_str("  end\n");
     }
+    mermaid_flow(pic, &mut s);
     if !pic.intents.is_empty() {
         let _ = writeln!(
             s,
