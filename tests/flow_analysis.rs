@@ -705,3 +705,18 @@ fn a_policy_without_labels_draws_no_flow_part() {
     assert!(!render(&p, GraphFormat::Dot).contains("cluster_labels"));
     assert!(!render(&p, GraphFormat::Mermaid).contains("subgraph labels"));
 }
+
+/// The example of docs/testing.md ("Flow labels: `session` and tainting steps"), as written,
+/// passes against the fixture policy it describes.
+#[test]
+fn the_documented_flow_example_passes() {
+    let doc = std::fs::read_to_string(root().join("docs/testing.md")).expect("docs/testing.md");
+    let from = doc
+        .find("#### Flow labels: `session` and tainting steps")
+        .expect("the section");
+    let start = from + doc[from..].find("```yaml\n").expect("a yaml block") + "```yaml\n".len();
+    let end = start + doc[start..].find("```").expect("closed");
+    let r = run_file(&scratch("doc", &doc[start..end]), None);
+    assert_eq!(r.error, None);
+    assert_eq!((r.passed(), r.failed()), (2, 0), "{:?}", r.cases);
+}
