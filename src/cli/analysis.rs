@@ -1,4 +1,4 @@
-//! The analysis commands: `test`, `table`, `diff`, `explain` (issue 5). Thin over
+//! The analysis commands: `test`, `table`, `diff`, `explain`. Thin over
 //! `toolwarden::analysis`.
 
 use std::path::{Path, PathBuf};

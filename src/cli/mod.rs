@@ -165,7 +165,8 @@ enum Command {
         /// Print the results as JSON.
         #[arg(long)]
         json: bool,
-        /// Also list the tools, patterns, matrix cells, keywords and modes no case exercised.
+        /// Also list the tools, patterns, matrix cells, keywords, modes, argument rules and `after`
+        /// blocks no case exercised.
         #[arg(long)]
         coverage: bool,
     },
