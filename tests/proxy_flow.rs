@@ -40,7 +40,9 @@ fn listing(s: &mut Session, id: i64) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// How many `notifications/tools/list_changed` were stashed, and clears the stash.
+/// How many `notifications/tools/list_changed` were stashed, and clears the stash. The proxy
+/// writes the notification with the call it forwards, after the call went to the server, so it
+/// may follow the call's answer: count after the next request's answer.
 fn list_changed(s: &mut Session) -> usize {
     let n = s
         .stash
@@ -70,9 +72,10 @@ fn labels_accumulate_per_connection_and_tighten_calls_and_listings() {
     // get_note is open-world (no openWorldHint): the call puts `untrusted` on the session.
     let r = s.call(3, "get_note", json!({}));
     assert_eq!(text(&r), "called get_note", "{r}");
+    let listed = listing(&mut s, 4);
     assert_eq!(list_changed(&mut s), 1);
     assert_eq!(
-        listing(&mut s, 4),
+        listed,
         names(&[
             ("get_note", false),
             ("echo", false),
@@ -94,9 +97,10 @@ fn labels_accumulate_per_connection_and_tighten_calls_and_listings() {
     // echo taints `private`: both labels, save_note is hidden.
     let r = s.call(6, "echo", json!({}));
     assert_eq!(text(&r), "called echo", "{r}");
+    let listed = listing(&mut s, 7);
     assert_eq!(list_changed(&mut s), 1);
     assert_eq!(
-        listing(&mut s, 7),
+        listed,
         names(&[("get_note", false), ("echo", false), ("erase_all", false)])
     );
     let r = s.call(8, "save_note", json!({"text": "x"}));
@@ -112,6 +116,7 @@ fn labels_accumulate_per_connection_and_tighten_calls_and_listings() {
     // Another call adds nothing new: no notification.
     let r = s.call(9, "get_note", json!({}));
     assert_eq!(text(&r), "called get_note", "{r}");
+    listing(&mut s, 10);
     assert_eq!(list_changed(&mut s), 0);
     let (code, stderr) = s.close();
     assert_eq!(
