@@ -556,6 +556,12 @@ impl Formatter<'_> {
                 self.push(0, format!("labels {}", names(n, ", ")), start, end)
             }
             Decl::After(a) => self.after_block(0, a),
+            Decl::TaintOpenWorld { labels, .. } => self.push(
+                0,
+                format!("taint openworld {}", names(labels, ", ")),
+                start,
+                end,
+            ),
             Decl::TrustAnnotations { tighten, .. } => self.push(
                 0,
                 format!(

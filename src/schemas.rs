@@ -120,7 +120,22 @@ impl Policy {
         intent: &Intent,
         schemas: &[Value],
     ) -> Result<Vec<SchemaDecision>, SchemaError> {
-        let bound = self.bind(request, intent)?;
+        self.schema_decisions_in(request, intent, schemas, None)
+    }
+
+    /// [`Policy::schema_decisions`] within a session: its labels' `after` blocks hide or
+    /// confirm tools as in [`Policy::offer_session`].
+    pub(crate) fn schema_decisions_in(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        schemas: &[Value],
+        session: Option<&crate::Session>,
+    ) -> Result<Vec<SchemaDecision>, SchemaError> {
+        let bound = match session {
+            Some(s) => self.bind_session(request, intent, s)?,
+            None => self.bind(request, intent)?,
+        };
         let mut out = Vec::with_capacity(schemas.len());
         for (index, schema) in schemas.iter().enumerate() {
             let name =
@@ -180,7 +195,24 @@ impl Policy {
         args: &Value,
         pending: Option<&PendingCall>,
     ) -> Result<Verdict, SchemaError> {
-        let decisions = self.schema_decisions(request, intent, std::slice::from_ref(schema))?;
+        self.check_call_schema_in(request, intent, turn, schema, args, pending, None)
+    }
+
+    /// [`Policy::check_call_schema`] with stage `flow` judged against `session`'s labels;
+    /// the session is not changed.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check_call_schema_in(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        schema: &Value,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        session: Option<&crate::Session>,
+    ) -> Result<Verdict, SchemaError> {
+        let decisions =
+            self.schema_decisions_in(request, intent, std::slice::from_ref(schema), session)?;
         let name =
             schema_name(schema).map_err(|message| SchemaError::Schema { index: 0, message })?;
         let t = self.tables();
@@ -190,7 +222,7 @@ impl Policy {
             .and_then(|d| d.annotation_effect)
             .and_then(|e| t.effects.iter().position(|x| &**x == e))
             .and_then(|i| u8::try_from(i).ok());
-        Ok(self.check_call_as(request, intent, turn, name, args, pending, effect)?)
+        Ok(self.check_call_as_in(request, intent, turn, name, args, pending, effect, session)?)
     }
 
     /// The schemas the model may see (decision `allow` or `confirm`), unchanged in shape and

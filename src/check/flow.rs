@@ -1,6 +1,7 @@
 //! Flow labels: `labels` declarations (each label once, at most [`MAX_LABELS`]), the labels
 //! a `taints` attribute names, and `after` blocks at the top level or in a `mode` (their
-//! labels, their effects, their argument rules).
+//! labels, their effects, their argument rules), and `taint openworld` (declared once, its
+//! labels declared).
 //!
 //! An `after` block can only tighten a decision: its lines are `confirm EFFECTS`,
 //! `deny EFFECTS` and argument rules, so nothing in the language lets it allow what the
@@ -110,6 +111,14 @@ impl Checker {
             lines,
             rules,
         })
+    }
+
+    /// `taint openworld L1, L2`: declared once, every label declared in `labels`.
+    pub(super) fn resolve_taint_openworld(&mut self, labels: &[Name], span: crate::span::Span) {
+        let resolved: Vec<usize> = labels.iter().filter_map(|n| self.label(n)).collect();
+        if self.single("taint openworld", span) && resolved.len() == labels.len() {
+            self.model.openworld = Some((resolved, span));
+        }
     }
 
     /// How many errors are reported so far.

@@ -25,7 +25,7 @@
 //! | `attrs.rs` | the attributes of a `tool`, a `match` or `defaults` |
 //! | `rules.rs` | `context`; the argument rules of `tool`, `match`, `defaults` and `rules` |
 //! | `rule_lint.rs` | argument rules that can never fire, `confirm` rules a `deny` rule overrides |
-//! | `flow.rs` | `labels`, `taints`, `after` blocks (top level and in a `mode`) |
+//! | `flow.rs` | `labels`, `taints`, `after` blocks (top level and in a `mode`), `taint openworld` |
 //! | `patterns.rs` | patterns that can never match, catch-all patterns |
 //! | `invisible.rs` | invisible characters in strings and comments (on the source text) |
 //!
@@ -189,6 +189,7 @@ impl Checker {
                     self.model.afters.push(after);
                 }
             }
+            Decl::TaintOpenWorld { labels, span } => self.resolve_taint_openworld(labels, *span),
             _ => {}
         }
     }

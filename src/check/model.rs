@@ -203,6 +203,9 @@ pub(crate) struct Model {
     pub labels: Vec<Sym>,
     /// The top-level `after` blocks, which apply in every mode.
     pub afters: Vec<AfterModel>,
+    /// `taint openworld L1, L2`: the labels (indexes into [`Model::labels`]) an MCP tool whose
+    /// `openWorldHint` is true or missing puts on the session.
+    pub openworld: Option<(Vec<usize>, Span)>,
 }
 
 /// One `embedded` phrase or `except` word or phrase, as the classifier reads it.

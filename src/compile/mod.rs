@@ -301,6 +301,9 @@ pub(crate) struct Tables {
     /// `flow[mode << labels.len() | set]`. Precomputed so a decision with a session costs one
     /// lookup.
     pub flow: Vec<FlowMasks>,
+    /// `taint openworld`: the labels a call of an MCP tool whose `openWorldHint` is true or
+    /// missing adds, as a mask over [`Tables::labels`] (0 without the statement).
+    pub openworld: u8,
 }
 
 impl Tables {
@@ -686,6 +689,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
             .collect(),
         afters,
         flow,
+        openworld: label_mask(model.openworld.as_ref().map_or(&[][..], |(l, _)| l)),
     };
     Compiled {
         graph,

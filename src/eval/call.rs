@@ -214,6 +214,41 @@ impl Policy {
         pending: Option<&PendingCall>,
         effect_override: Option<u8>,
     ) -> Result<Verdict, RequestError> {
+        self.check_call_as_in(
+            request,
+            intent,
+            turn,
+            tool,
+            args,
+            pending,
+            effect_override,
+            None,
+        )
+    }
+
+    /// [`Policy::check_call_as`] with stage `flow` judged against `session`'s labels (the
+    /// session is not changed; the MCP layer records the call's labels once it forwards it).
+    ///
+    /// # Errors
+    ///
+    /// As [`Policy::check_call_as`], and [`RequestError::Session`] for a session of another
+    /// policy or version or one holding an undeclared label.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn check_call_as_in(
+        &self,
+        request: &Request,
+        intent: &Intent,
+        turn: &mut Turn,
+        tool: &str,
+        args: &Value,
+        pending: Option<&PendingCall>,
+        effect_override: Option<u8>,
+        session: Option<&Session>,
+    ) -> Result<Verdict, RequestError> {
+        let flow = match session {
+            Some(s) => Some((s, s.mask_for(self).map_err(RequestError::Session)?)),
+            None => None,
+        };
         self.check_call_inner(
             request,
             intent,
@@ -223,7 +258,7 @@ impl Policy {
             pending,
             effect_override,
             false,
-            None,
+            flow,
         )
     }
 

@@ -65,3 +65,49 @@ impl Policy {
         info.span.map(|s| self.inner.sources.location(s))
     }
 }
+
+impl Policy {
+    /// The labels a call of `tool` puts on a session, in the policy's order: the tool's own
+    /// `taints` (or the `defaults` it takes), and, when `open_world` (an MCP tool whose
+    /// `annotations.openWorldHint` is true or missing, the MCP default), the labels of
+    /// `taint openworld`. The hint can only add labels: `open_world = false` never removes a
+    /// label the tool `taints`.
+    ///
+    /// ```
+    /// use toolwarden::Policy;
+    /// let policy = Policy::parse(
+    ///     "policy \"p\"\neffects none\nmode m { }\nlabels untrusted, private\n\
+    ///      taint openworld untrusted\ntool read_inbox { effect none  taints private }\n",
+    ///     "p.warden",
+    /// ).unwrap();
+    /// assert_eq!(policy.call_labels("read_inbox", false), vec!["private"]);
+    /// assert_eq!(policy.call_labels("read_inbox", true), vec!["untrusted", "private"]);
+    /// ```
+    pub fn call_labels(&self, tool: &str, open_world: bool) -> Vec<&str> {
+        let mask = self.call_mask(tool, open_world);
+        let t = self.tables();
+        (0..t.labels.len())
+            .filter(|i| mask & (1u8 << i) != 0)
+            .map(|i| &*t.labels[i])
+            .collect()
+    }
+
+    /// The labels of `taint openworld`, in the policy's order (empty without the statement).
+    pub fn openworld_labels(&self) -> Vec<&str> {
+        let t = self.tables();
+        (0..t.labels.len())
+            .filter(|i| t.openworld & (1u8 << i) != 0)
+            .map(|i| &*t.labels[i])
+            .collect()
+    }
+
+    /// [`Policy::call_labels`] as a mask over the policy's labels.
+    pub(crate) fn call_mask(&self, tool: &str, open_world: bool) -> u8 {
+        let taints = self.resolve_tool(tool).1.map_or(0, |r| r.taints);
+        if open_world {
+            taints | self.tables().openworld
+        } else {
+            taints
+        }
+    }
+}

@@ -290,6 +290,25 @@ impl Session {
         Ok(self.taint(policy, taints, tool))
     }
 
+    /// Records a call of the MCP tool `tool` (the name the policy judges) that a proxy or
+    /// gateway forwarded: the labels of [`Policy::call_labels`] (the tool's `taints`, and the
+    /// labels of `taint openworld` when `open_world`, that is when the server's
+    /// `annotations.openWorldHint` is true or missing) are added, from this turn and now.
+    /// Returns the labels that were not on the session before, in the policy's order.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::record`]; the session is unchanged then.
+    pub fn record_mcp(
+        &mut self,
+        policy: &Policy,
+        tool: &str,
+        open_world: bool,
+    ) -> Result<Vec<String>, SessionError> {
+        self.bind(policy)?;
+        Ok(self.taint(policy, policy.call_mask(tool, open_world), tool))
+    }
+
     /// Adds the labels of `mask` that are not yet on the session, as put there by `tool` in
     /// this turn; returns their names. The session must be bound to `policy`.
     pub(crate) fn taint(&mut self, policy: &Policy, mask: u8, tool: &str) -> Vec<String> {

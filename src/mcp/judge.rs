@@ -257,6 +257,8 @@ pub struct ListJudgment {
     pub kept: Vec<Value>,
     /// The names of the tools offered.
     pub offered: Vec<String>,
+    /// The names of the offered tools whose calls need the user's confirmation.
+    pub confirmed: Vec<String>,
     /// One entry per hidden tool: `tool`, `stage`, `rule`, `annotation_effect`, `tightened`
     /// (or `reason` for an error).
     pub hidden: Vec<Value>,
@@ -356,22 +358,38 @@ impl Judge {
     /// usable name is hidden (in advisory mode too); one with malformed annotations or one the
     /// evaluator cannot decide is hidden (kept in advisory mode, where its calls are refused).
     pub fn judge_list(&self, tools: Vec<Value>) -> ListJudgment {
+        self.judge_list_in(tools, None)
+    }
+
+    /// [`Judge::judge_list`] within a flow session: the `after` blocks of the labels on
+    /// `session` hide the tools whose effect they deny and mark as `confirm` (the confirmation
+    /// field declared) those whose effect they confirm, as [`Policy::offer_session`] does.
+    /// `None` judges as [`Judge::judge_list`].
+    pub fn judge_list_in(
+        &self,
+        tools: Vec<Value>,
+        session: Option<&crate::Session>,
+    ) -> ListJudgment {
         let listed = tools.len();
         let mut out = ListJudgment {
             kept: Vec::with_capacity(listed),
             offered: Vec::new(),
+            confirmed: Vec::new(),
             hidden: Vec::new(),
             tightened: Vec::new(),
             listed,
         };
         for schema in tools {
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.judge_schema(&schema)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.judge_schema(&schema, session)));
             match outcome {
                 Ok(Ok((name, decision, tightening))) => {
                     if let Some(t) = tightening {
                         out.tightened.push(t);
                     }
                     if decision.decision.decision != Decision::Deny {
+                        if decision.decision.decision == Decision::Confirm {
+                            out.confirmed.push(name.clone());
+                        }
                         out.offered.push(name);
                         let mut schema = schema;
                         if decision.decision.decision == Decision::Confirm
@@ -420,6 +438,7 @@ impl Judge {
     fn judge_schema(
         &self,
         schema: &Value,
+        session: Option<&crate::Session>,
     ) -> Result<(String, crate::SchemaDecision, Option<Tightening>), (Option<String>, String)> {
         let name = schema_name(schema)
             .map_err(|e| (None, format!("a tool without a usable name: {e}")))?
@@ -428,7 +447,12 @@ impl Judge {
         judged["name"] = Value::from(self.policy_name(&name));
         let decision = self
             .policy
-            .schema_decisions(&self.request, &self.intent, std::slice::from_ref(&judged))
+            .schema_decisions_in(
+                &self.request,
+                &self.intent,
+                std::slice::from_ref(&judged),
+                session,
+            )
             .map_err(|e| (Some(name.clone()), e.to_string()))?
             .pop()
             .ok_or_else(|| (Some(name.clone()), "no decision".to_string()))?;
@@ -473,6 +497,50 @@ impl Judge {
             judged: judged.to_string(),
             hints,
         })
+    }
+
+    /// Whether a call of the tool `schema` describes reads the open world: its
+    /// `annotations.openWorldHint` is `true` or missing (the MCP default), or the policy says
+    /// `trust annotations ignore` (the hint is not read, so the default stands). `None` (a
+    /// tool the server did not list) is open-world too.
+    pub fn open_world(&self, schema: Option<&Value>) -> bool {
+        if !self.policy.tables().annotations_tighten {
+            return true;
+        }
+        !matches!(
+            schema
+                .and_then(|s| s.get("annotations"))
+                .and_then(|a| a.get("openWorldHint")),
+            Some(Value::Bool(false))
+        )
+    }
+
+    /// The labels a forwarded call of the server's tool `tool` puts on the session: the
+    /// policy's `taints` of the judged name and, when the tool is open-world
+    /// ([`Judge::open_world`]), the labels of `taint openworld`.
+    pub fn call_labels(&self, schema: Option<&Value>, tool: &str) -> Vec<&str> {
+        self.policy
+            .call_labels(&self.policy_name(tool), self.open_world(schema))
+    }
+
+    /// Records a forwarded call of the server's tool `tool` in `session`: the labels of
+    /// [`Judge::call_labels`], sourced from the server's tool name. Returns the labels that
+    /// were new.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Session::record_mcp`] (a session of another policy); nothing changes then.
+    pub fn record_call(
+        &self,
+        session: &mut crate::Session,
+        schema: Option<&Value>,
+        tool: &str,
+    ) -> Result<Vec<String>, crate::SessionError> {
+        session.bind(&self.policy)?;
+        let mask = self
+            .policy
+            .call_mask(&self.policy_name(tool), self.open_world(schema));
+        Ok(session.taint(&self.policy, mask, tool))
     }
 
     /// Adds the policy's first confirmation field to the `inputSchema` of a tool whose calls
@@ -536,12 +604,27 @@ impl Judge {
         tool: &str,
         args: &Value,
     ) -> CallJudgment {
-        let (judged, effects) = self.judge_call_effects(
+        self.judge_call_in_session(pending, turn, schema, tool, args, None)
+    }
+
+    /// [`Judge::judge_call_in_turn`] with stage `flow` judged against the labels on
+    /// `session` (not changed here: record a forwarded call with [`Judge::record_call`]).
+    pub fn judge_call_in_session(
+        &self,
+        pending: &mut PendingCalls,
+        turn: &mut Turn,
+        schema: Option<&Value>,
+        tool: &str,
+        args: &Value,
+        session: Option<&crate::Session>,
+    ) -> CallJudgment {
+        let (judged, effects) = self.judge_call_effects_in(
             &mut |digest| pending.confirmable(digest).cloned(),
             turn,
             schema,
             tool,
             args,
+            session,
         );
         if let Some(d) = &effects.take {
             pending.release(d);
@@ -566,12 +649,36 @@ impl Judge {
         tool: &str,
         args: &Value,
     ) -> (CallJudgment, CallEffects) {
+        self.judge_call_effects_in(held, turn, schema, tool, args, None)
+    }
+
+    /// [`Judge::judge_call_effects`] with stage `flow` judged against the labels on `session`
+    /// (which is not changed: the caller records the call's labels, [`Judge::call_labels`],
+    /// once it forwards it). `None` judges as [`Judge::judge_call_effects`].
+    pub fn judge_call_effects_in(
+        &self,
+        held: &mut dyn FnMut(&str) -> Option<PendingCall>,
+        turn: &mut Turn,
+        schema: Option<&Value>,
+        tool: &str,
+        args: &Value,
+        session: Option<&crate::Session>,
+    ) -> (CallJudgment, CallEffects) {
         let mut effects = CallEffects::default();
         let before = turn.transactional_calls;
         let pname = self.policy_name(tool);
         let digest = args_digest(args);
         let outcome = catch_unwind(AssertUnwindSafe(|| {
-            self.evaluate(held, &mut effects, turn, schema, tool, &pname, args)
+            self.evaluate(
+                held,
+                &mut effects,
+                turn,
+                schema,
+                tool,
+                &pname,
+                args,
+                session,
+            )
         }))
         .unwrap_or_else(|_| Err("the evaluator panicked".to_string()));
         effects.counted = turn.transactional_calls > before;
@@ -660,6 +767,7 @@ impl Judge {
         tool: &str,
         pname: &str,
         args: &Value,
+        session: Option<&crate::Session>,
     ) -> Result<Evaluated, String> {
         let p = &self.policy;
         let d = p
@@ -677,7 +785,12 @@ impl Judge {
         let tightening = match listed {
             Some(listed) => {
                 let decision = p
-                    .schema_decisions(&self.request, &self.intent, std::slice::from_ref(&schema))
+                    .schema_decisions_in(
+                        &self.request,
+                        &self.intent,
+                        std::slice::from_ref(&schema),
+                        session,
+                    )
                     .map_err(|e| e.to_string())?;
                 match decision.first() {
                     Some(d) if d.tightened => self.tightening(tool, listed, d.annotation_effect),
@@ -702,8 +815,16 @@ impl Judge {
         // Every check but the last runs on a copy of the turn: only the verdict returned
         // counts its call in the turn.
         let check = |args: &Value, pending: Option<&PendingCall>, turn: &mut Turn| {
-            p.check_call_schema(&self.request, &self.intent, turn, &schema, args, pending)
-                .map_err(|e| e.to_string())
+            p.check_call_schema_in(
+                &self.request,
+                &self.intent,
+                turn,
+                &schema,
+                args,
+                pending,
+                session,
+            )
+            .map_err(|e| e.to_string())
         };
         let unconfirmed = check(&stripped, None, &mut turn.clone())?;
         let Some(held) = unconfirmed.pending.clone() else {
@@ -785,7 +906,7 @@ impl Judge {
                 "arguments that the policy's argument rules do not deny".to_string()
             }
             Some(Stage::Flow) => {
-                "a session without the labels its `after` blocks wait for (the user's declassify)"
+                "a connection that has not read the content named above (the labels stay on this connection until it closes)"
                     .to_string()
             }
             Some(Stage::Confirmation) => {

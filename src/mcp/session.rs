@@ -104,6 +104,8 @@ pub struct Session {
     /// The names in the server's latest complete listing (and in listings since).
     listed: HashSet<String>,
     pending: PendingCalls,
+    /// The connection's flow labels: what the calls it forwarded put on it.
+    flow: crate::Session,
     listing: Listing,
     own_seq: u64,
     waiting: VecDeque<Value>,
@@ -157,6 +159,7 @@ impl Session {
             schemas: HashMap::new(),
             listed: HashSet::new(),
             pending: PendingCalls::default(),
+            flow: crate::Session::new(),
             listing: Listing::NotStarted,
             own_seq: 0,
             waiting: VecDeque::new(),
@@ -531,9 +534,14 @@ impl Session {
             (None, None) => {
                 self.pending.set_now(epoch_millis(&self.clock.now()));
                 let before = self.pending.latest();
-                let mut j =
-                    self.judge
-                        .judge_call(&mut self.pending, self.schemas.get(&tool), &tool, &args);
+                let mut j = self.judge.judge_call_in_session(
+                    &mut self.pending,
+                    &mut crate::Turn::new(),
+                    self.schemas.get(&tool),
+                    &tool,
+                    &args,
+                    Some(&self.flow),
+                );
                 if id.is_none() {
                     // Nobody can be asked about a notification: nothing stays held for it.
                     self.pending.forget_after(before);
@@ -571,6 +579,7 @@ impl Session {
         }
         match judgment.forward {
             Ok(rewritten) => {
+                self.record_labels(&tool, out);
                 let mut msg = Value::Object(obj);
                 if let Some(exec) = rewritten {
                     msg["params"]["arguments"] = Value::Object(exec);
@@ -586,6 +595,60 @@ impl Session {
                 answer(out, refusal.response(rid), &refusal.text())
             }
         }
+    }
+
+    /// The connection's flow labels, with where each came from.
+    pub fn labels(&self) -> &[crate::LabelSource] {
+        self.flow.labels()
+    }
+
+    /// A forwarded call of `tool` puts its labels on the connection; when that changes the
+    /// tools offered, the client is told (`notifications/tools/list_changed`).
+    fn record_labels(&mut self, tool: &str, out: &mut Outcome) {
+        if self
+            .judge
+            .call_labels(self.schemas.get(tool), tool)
+            .is_empty()
+        {
+            return;
+        }
+        let before = self.offered_now();
+        match self
+            .judge
+            .record_call(&mut self.flow, self.schemas.get(tool), tool)
+        {
+            Ok(added) if !added.is_empty() => {
+                out.log.push(format!(
+                    "the session now carries {} (from `{tool}`)",
+                    added.join(", ")
+                ));
+                if self.offered_now() != before {
+                    out.to_client.push(json!({
+                        "jsonrpc": "2.0",
+                        "method": "notifications/tools/list_changed",
+                    }));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => out
+                .log
+                .push(format!("cannot record the labels of `{tool}`: {e}")),
+        }
+    }
+
+    /// The tools offered now (and how), by name, under the connection's labels.
+    fn offered_now(&self) -> (Vec<String>, Vec<String>) {
+        let tools: Vec<Value> = self
+            .schemas
+            .iter()
+            .filter(|(name, _)| self.listed.contains(*name))
+            .map(|(_, s)| s.clone())
+            .collect();
+        let j = self.judge.judge_list_in(tools, Some(&self.flow));
+        let (mut offered, mut confirmed) = (j.offered, j.confirmed);
+        offered.sort();
+        confirmed.sort();
+        (offered, confirmed)
     }
 
     fn write_audit(&mut self, record: &Value) -> std::io::Result<()> {
@@ -758,7 +821,7 @@ impl Session {
                 }
             }
         }
-        let judgment = self.judge.judge_list(tools);
+        let judgment = self.judge.judge_list_in(tools, Some(&self.flow));
         result.insert("tools".to_string(), Value::Array(judgment.kept.clone()));
         self.tell_tightened(&judgment.tightened, out);
         for h in &judgment.hidden {

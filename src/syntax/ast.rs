@@ -226,6 +226,14 @@ pub enum Decl {
     },
     /// `after untrusted { ... }`: lines that apply once every listed label is on the session.
     After(AfterDecl),
+    /// `taint openworld untrusted`: the labels a call of an MCP tool whose `openWorldHint` is
+    /// true or missing puts on the session, besides the tool's own `taints`.
+    TaintOpenWorld {
+        /// The labels, in order.
+        labels: Vec<Name>,
+        /// The whole declaration.
+        span: Span,
+    },
 }
 
 impl Decl {
@@ -252,7 +260,8 @@ impl Decl {
             | Decl::TrustAnnotations { span, .. }
             | Decl::Quoted { span, .. }
             | Decl::Context { span, .. }
-            | Decl::Labels { span, .. } => *span,
+            | Decl::Labels { span, .. }
+            | Decl::TaintOpenWorld { span, .. } => *span,
             Decl::Rules(d) => d.span,
             Decl::After(d) => d.span,
             Decl::Embedded(d) | Decl::Except(d) => d.span,

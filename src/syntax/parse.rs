@@ -471,6 +471,7 @@ fn is_declaration_keyword(rule: Rule) -> bool {
             | Rule::kw_context
             | Rule::kw_rules
             | Rule::kw_labels
+            | Rule::kw_taint
     )
 }
 
@@ -796,6 +797,10 @@ impl Builder<'_> {
                 span,
             },
             Rule::after_decl => Decl::After(self.build_after(span, inner)),
+            Rule::taint_decl => Decl::TaintOpenWorld {
+                labels: self.build_name_list(inner.next()?),
+                span,
+            },
             _ => return None,
         };
         Some(decl)
@@ -1113,6 +1118,8 @@ fn is_keyword(rule: Rule) -> bool {
             | Rule::kw_host
             | Rule::kw_labels
             | Rule::kw_taints
+            | Rule::kw_taint
+            | Rule::kw_openworld
     )
 }
 
