@@ -389,10 +389,10 @@ impl<'c, 'a> Outcome<'c, 'a> {
 }
 
 /// A condition compiled for evaluation: built once when the policy loads, shared read-only
-/// across threads.
+/// across threads. Cloning it is cheap (the compiled form is shared, not copied).
 #[derive(Clone, Debug)]
 pub struct CompiledCondition {
-    node: Node,
+    node: Arc<Node>,
 }
 
 #[derive(Clone, Debug)]
@@ -532,7 +532,9 @@ impl CompiledCondition {
         };
         let node = compile_node(condition, &mut cx);
         match node {
-            Some(node) if errors.is_empty() => Ok(CompiledCondition { node }),
+            Some(node) if errors.is_empty() => Ok(CompiledCondition {
+                node: Arc::new(node),
+            }),
             _ => Err(errors),
         }
     }
