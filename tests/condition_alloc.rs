@@ -1,11 +1,12 @@
 //! A counting global allocator: evaluating a compiled condition allocates nothing on the common
 //! path (`under`, `=~`, number comparisons, `in` literals and `context` sets, `matches` on a
-//! normalized path, `host()` of a lower-case ASCII host, `present`, `any`), whether it fires or
-//! not, once a regular expression's search cache exists; `in query` allocates the value's
-//! normalized text and its words. Through `check_call`, a tool with four rules that do not
-//! fire allocates exactly what the same call on a tool without rules does, plus the vector of
-//! the request's `context` sets when the policy declares any, plus the words of the query and
-//! of the value for `in query`: the verdict is all the rest.
+//! normalized path, `host()` of a lower-case ASCII host, `present`, `any`, `in query` of an
+//! ASCII value of at most 16 words), whether it fires or not, once a regular expression's
+//! search cache exists; `in query` of a non-ASCII value allocates its normalized text, and of
+//! a value of more than 16 words also the value's words and the query's. Through `check_call`,
+//! a tool with four rules that do not fire allocates exactly what the same call on a tool
+//! without rules does, with `context` sets (looked up on the stack) and `in query` alike: the
+//! verdict is all the rest.
 //!
 //! Counts are per thread (the test harness runs tests on several threads at once).
 
@@ -102,16 +103,32 @@ fn the_common_path_allocates_nothing() {
 }
 
 #[test]
-fn in_query_allocates_the_values_words() {
-    let args = json!({ "recipient": "Alice" });
+fn in_query_allocates_only_for_non_ascii_or_long_values() {
+    let long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen";
+    let query = format!("pay alice and ålice, or {long}");
     let normalize = |s: &str| s.to_lowercase();
-    let ctx = EvalContext::new("pay alice", &normalize, &[]);
+    let ctx = EvalContext::new(&query, &normalize, &[]);
     let c = compiled("recipient not in query");
+    for (value, allocs) in [
+        // An ASCII value of at most 16 words: compared in place.
+        ("Alice", 0),
+        ("alice and", 0),
+        // A non-ASCII value: the normalizer's `String`.
+        ("Ålice", 1),
+        // 17 words: the normalizer's `String`, the value's words and the query's.
+        (long, 3),
+    ] {
+        let args = json!({ "recipient": value });
+        let before = ALLOCS.with(Cell::get);
+        let fires = c.eval(&args, &ctx).fires();
+        let n = ALLOCS.with(Cell::get) - before;
+        assert_eq!((fires, n), (false, allocs), "{value}");
+    }
+    // The query's words are built once per call: a second long value adds only its own.
+    let args = json!({ "recipient": long });
     let before = ALLOCS.with(Cell::get);
     let fires = c.eval(&args, &ctx).fires();
-    let allocs = ALLOCS.with(Cell::get) - before;
-    // The normalizer's `String` and the value's words.
-    assert_eq!((fires, allocs), (false, 2));
+    assert_eq!((fires, ALLOCS.with(Cell::get) - before), (false, 2));
 }
 
 /// A policy with two tools alike but for the four rules of `ruled`; `context` sets declared
@@ -178,7 +195,7 @@ fn check_call_with_rules_allocates_what_the_call_without_rules_does() {
     let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
     assert_eq!(ruled, plain);
 
-    // `in context.contacts`: the per-call vector of the request's sets, once.
+    // `in context.contacts`: the request's sets are looked up on the stack.
     let p = two_tools(
         &format!("{four}  confirm when recipient not in context.contacts\n"),
         true,
@@ -186,9 +203,9 @@ fn check_call_with_rules_allocates_what_the_call_without_rules_does() {
     let request = toolwarden::Request::new("m").context("contacts", ["alice"]);
     let plain = call_allocs(&p, &request, &intent, "plain", &args);
     let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
-    assert_eq!(ruled, plain + 1);
+    assert_eq!(ruled, plain);
 
-    // `in query`: the query's words once per call, then the value's normalized text and words.
+    // `in query` of an ASCII value: the query's words are read in place.
     let p = two_tools(
         &format!("{four}  confirm when recipient not in query\n"),
         false,
@@ -197,5 +214,5 @@ fn check_call_with_rules_allocates_what_the_call_without_rules_does() {
     let request = toolwarden::Request::new("m");
     let plain = call_allocs(&p, &request, &intent, "plain", &args);
     let ruled = call_allocs(&p, &request, &intent, "ruled", &args);
-    assert_eq!(ruled, plain + 3);
+    assert_eq!(ruled, plain);
 }

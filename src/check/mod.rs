@@ -101,6 +101,8 @@ struct Checker {
     context_ix: HashMap<String, u32>,
     /// Declared flow labels by name -> index in `model.labels`.
     label_ix: HashMap<String, usize>,
+    /// The regular expressions and globs of the argument rules, each compiled once.
+    patterns: crate::condition::Patterns,
 }
 
 impl Checker {

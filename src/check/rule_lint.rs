@@ -132,7 +132,7 @@ fn number_implies(op_c: CompareOp, a: f64, op_d: CompareOp, b: f64) -> bool {
 /// of the same argument reference, which are unevaluable on exactly the same values (absent,
 /// `null`, not a number, an array where a number is expected, per element through `[*]`).
 fn implies(c: &Condition, d: &Condition) -> bool {
-    if c.to_string() == d.to_string() {
+    if same_text(c, d) {
         return true;
     }
     match (c, d) {
@@ -146,6 +146,18 @@ fn implies(c: &Condition, d: &Condition) -> bool {
         },
         _ => false,
     }
+}
+
+/// Whether two conditions read the same in canonical form. Two comparisons with different
+/// operators or numbers of values never do (the operator is printed between the operand and
+/// the values), which is decided without printing them.
+fn same_text(c: &Condition, d: &Condition) -> bool {
+    if let (Condition::Compare(x), Condition::Compare(y)) = (c, d) {
+        if x.op != y.op || x.values.len() != y.values.len() {
+            return false;
+        }
+    }
+    c.to_string() == d.to_string()
 }
 
 impl Checker {
@@ -175,7 +187,7 @@ impl Checker {
                 d.outcome == RuleOutcome::Deny && implies(&confirm.condition, &d.condition)
             });
             if let Some(deny) = deny {
-                let same = confirm.condition.to_string() == deny.condition.to_string();
+                let same = same_text(&confirm.condition, &deny.condition);
                 self.error(
                     Diagnostic::warning(
                         "redundant-confirm",

@@ -32,8 +32,9 @@ impl Checker {
         let mut out = Vec::with_capacity(rules.len());
         let mut compiled: Vec<&RuleDecl> = Vec::with_capacity(rules.len());
         for rule in rules {
-            let resolve = |name: &str| self.context_ix.get(name).map(|&i| ContextId(i));
-            match CompiledCondition::compile(&rule.condition, &resolve) {
+            let context_ix = &self.context_ix;
+            let resolve = |name: &str| context_ix.get(name).map(|&i| ContextId(i));
+            match CompiledCondition::compile_with(&rule.condition, &resolve, &mut self.patterns) {
                 Ok(condition) => {
                     compiled.push(rule);
                     out.push(RuleModel {

@@ -41,11 +41,12 @@
 //!
 //! Evaluation allocates nothing for `under`, `=~`, `!~`, the number comparisons, `in` and
 //! `not in` against literals and `context` sets, `present`, `matches` on a value that is not a
-//! path or a path already in normalized form, and `host()` of a lower-case ASCII host. It
+//! path or a path already in normalized form, `host()` of a lower-case ASCII host, and
+//! `in query` of an ASCII value of at most 16 words (the query's words are read in place). It
 //! allocates to normalize a path that is not in normalized form (`matches`), to lower-case or
-//! IDNA-map a host that needs it, and for every value compared with `in query` (the caller's
-//! normalizer returns a `String`, and the value's words are gathered once).
-//! [`EvalContext::new`] allocates the query's words once per call, and
+//! IDNA-map a host that needs it, to normalize a non-ASCII value compared with `in query` (the
+//! caller's normalizer returns a `String`), and, for a value of more than 16 words, the
+//! value's words and, once per call, the query's. [`EvalContext::new`] allocates nothing, and
 //! [`Witness::value_text`] allocates the text of the value it reports. A regular expression
 //! (or glob) takes its search cache from the `regex` crate's pool: the first search with it
 //! allocates that cache, later ones reuse it. `tests/condition_alloc.rs` counts all of this.
@@ -57,8 +58,10 @@ mod words;
 
 use std::fmt;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use regex::{Regex, RegexBuilder};
+use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
 use crate::limits;
@@ -112,7 +115,10 @@ impl ContextSet {
 /// normalizer for argument values, and the `context` sets.
 pub struct EvalContext<'a> {
     /// `None`: no query text is known (`in query` cannot be evaluated).
-    query: Option<words::Words>,
+    query: Option<&'a str>,
+    /// The query's words as one string, built on the first `in query` of a value with more
+    /// than [`words::MAX_INLINE_WORDS`] words (the only `in query` that needs it).
+    query_words: std::cell::OnceCell<words::Words>,
     normalize: &'a dyn Fn(&str) -> String,
     contexts: &'a [Option<&'a ContextSet>],
 }
@@ -121,19 +127,22 @@ impl<'a> EvalContext<'a> {
     /// The context of one call.
     ///
     /// - `query`: the user's query, already normalized as keywords are (for `in query`); its
-    ///   words are gathered here, once per call (one allocation).
+    ///   words are read in place (nothing is allocated here).
     /// - `normalize`: the same normalization, applied to an argument value before it is looked
-    ///   for in the query.
+    ///   for in the query. It must map ASCII text to its ASCII lower case, up to white space
+    ///   (as the keyword normalizer does): an ASCII value is compared that way, lower-cased
+    ///   byte by byte, without calling it.
     /// - `contexts`: the request's sets, indexed by [`ContextId`]; `None` (or an index past
     ///   the end) for a set the request did not supply, which makes a condition that needs it
     ///   unevaluable.
     pub fn new(
-        query: &str,
+        query: &'a str,
         normalize: &'a dyn Fn(&str) -> String,
         contexts: &'a [Option<&'a ContextSet>],
     ) -> EvalContext<'a> {
         EvalContext {
-            query: Some(words::Words::new(query)),
+            query: Some(query),
+            query_words: std::cell::OnceCell::new(),
             normalize,
             contexts,
         }
@@ -148,6 +157,7 @@ impl<'a> EvalContext<'a> {
     ) -> EvalContext<'a> {
         EvalContext {
             query: None,
+            query_words: std::cell::OnceCell::new(),
             normalize,
             contexts,
         }
@@ -379,10 +389,10 @@ impl<'c, 'a> Outcome<'c, 'a> {
 }
 
 /// A condition compiled for evaluation: built once when the policy loads, shared read-only
-/// across threads.
+/// across threads. Cloning it is cheap (the compiled form is shared, not copied).
 #[derive(Clone, Debug)]
 pub struct CompiledCondition {
-    node: Node,
+    node: Arc<Node>,
 }
 
 #[derive(Clone, Debug)]
@@ -398,6 +408,9 @@ enum Node {
 #[derive(Clone, Debug)]
 struct Reference {
     steps: Vec<Step>,
+    /// The field names, when every step is a field (no `[*]`): the reference reaches at most
+    /// one value, looked up directly.
+    fields: Option<Vec<Box<str>>>,
     text: Box<str>,
 }
 
@@ -428,8 +441,8 @@ enum Target {
 enum Check {
     In(Members),
     Under(Vec<path::Dir>),
-    Matches(Vec<Regex>),
-    Regex(Regex),
+    Matches(Vec<Arc<Regex>>),
+    Regex(Arc<Regex>),
     Compare(Cmp, f64),
 }
 
@@ -495,10 +508,33 @@ impl CompiledCondition {
         condition: &ast::Condition,
         context: &dyn Fn(&str) -> Option<ContextId>,
     ) -> Result<CompiledCondition, Vec<ConditionError>> {
+        CompiledCondition::compile_with(condition, context, &mut Patterns::default())
+    }
+
+    /// [`CompiledCondition::compile`], taking the regular expressions (and globs) already
+    /// compiled from `patterns` and adding the new ones to it: the conditions of one policy
+    /// share one `Patterns`, so each distinct regular expression or glob is compiled once
+    /// (and its search cache is shared by every rule that uses it).
+    ///
+    /// # Errors
+    ///
+    /// As [`CompiledCondition::compile`].
+    pub fn compile_with(
+        condition: &ast::Condition,
+        context: &dyn Fn(&str) -> Option<ContextId>,
+        patterns: &mut Patterns,
+    ) -> Result<CompiledCondition, Vec<ConditionError>> {
         let mut errors = Vec::new();
-        let node = compile_node(condition, context, &mut errors);
+        let mut cx = Compiling {
+            context,
+            patterns,
+            errors: &mut errors,
+        };
+        let node = compile_node(condition, &mut cx);
         match node {
-            Some(node) if errors.is_empty() => Ok(CompiledCondition { node }),
+            Some(node) if errors.is_empty() => Ok(CompiledCondition {
+                node: Arc::new(node),
+            }),
             _ => Err(errors),
         }
     }
@@ -529,17 +565,48 @@ impl CompiledCondition {
 // ---------------------------------------------------------------------------------------------
 // Compiling
 
-fn compile_node(
-    c: &ast::Condition,
-    context: &dyn Fn(&str) -> Option<ContextId>,
-    errors: &mut Vec<ConditionError>,
-) -> Option<Node> {
+/// The regular expressions and globs a policy's conditions use, each compiled once (see
+/// [`CompiledCondition::compile_with`]). Keyed by the regular expression's text (a glob by the
+/// regular expression it translates into); only expressions that compiled are kept.
+#[derive(Debug, Default)]
+pub struct Patterns {
+    regexes: FxHashMap<Box<str>, Arc<Regex>>,
+}
+
+impl Patterns {
+    /// How many distinct regular expressions (globs included) have been compiled.
+    pub fn len(&self) -> usize {
+        self.regexes.len()
+    }
+
+    /// Whether none has been compiled.
+    pub fn is_empty(&self) -> bool {
+        self.regexes.is_empty()
+    }
+
+    /// The compiled form of `source` (a regular expression already known to parse), built
+    /// with the size limits unless an earlier condition built it.
+    fn build(&mut self, source: &str) -> Result<Arc<Regex>, regex::Error> {
+        if let Some(re) = self.regexes.get(source) {
+            return Ok(Arc::clone(re));
+        }
+        let re = Arc::new(build_regex(source)?);
+        self.regexes.insert(source.into(), Arc::clone(&re));
+        Ok(re)
+    }
+}
+
+/// What compiling one condition carries along.
+struct Compiling<'x> {
+    context: &'x dyn Fn(&str) -> Option<ContextId>,
+    patterns: &'x mut Patterns,
+    errors: &'x mut Vec<ConditionError>,
+}
+
+fn compile_node(c: &ast::Condition, cx: &mut Compiling<'_>) -> Option<Node> {
     match c {
         ast::Condition::Or { items, .. } | ast::Condition::And { items, .. } => {
-            let nodes: Vec<Option<Node>> = items
-                .iter()
-                .map(|i| compile_node(i, context, errors))
-                .collect();
+            let nodes: Vec<Option<Node>> = items.iter().map(|i| compile_node(i, cx)).collect();
             let nodes: Option<Vec<Node>> = nodes.into_iter().collect();
             let nodes = nodes?;
             Some(match c {
@@ -548,34 +615,43 @@ fn compile_node(
             })
         }
         ast::Condition::Not { inner, .. } => {
-            compile_node(inner, context, errors).map(|n| Node::Not(Box::new(n)))
+            compile_node(inner, cx).map(|n| Node::Not(Box::new(n)))
         }
         ast::Condition::Present { arg, .. } => Some(Node::Present(reference(arg))),
-        ast::Condition::Compare(cmp) => {
-            compile_test(cmp, context, errors).map(|t| Node::Test(Box::new(t)))
-        }
+        ast::Condition::Compare(cmp) => compile_test(cmp, cx).map(|t| Node::Test(Box::new(t))),
     }
 }
 
 fn reference(r: &ast::ArgRef) -> Reference {
+    let steps: Vec<Step> = r
+        .steps
+        .iter()
+        .map(|s| match s {
+            ast::RefStep::Field(f) => Step::Field(f.as_str().into()),
+            ast::RefStep::Each => Step::Each,
+        })
+        .collect();
+    let fields = steps
+        .iter()
+        .map(|s| match s {
+            Step::Field(f) => Some(f.clone()),
+            Step::Each => None,
+        })
+        .collect();
     Reference {
-        steps: r
-            .steps
-            .iter()
-            .map(|s| match s {
-                ast::RefStep::Field(f) => Step::Field(f.as_str().into()),
-                ast::RefStep::Each => Step::Each,
-            })
-            .collect(),
+        steps,
+        fields,
         text: r.to_string().into(),
     }
 }
 
-fn compile_test(
-    c: &ast::Comparison,
-    context: &dyn Fn(&str) -> Option<ContextId>,
-    errors: &mut Vec<ConditionError>,
-) -> Option<Test> {
+fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
+    let Compiling {
+        context,
+        patterns,
+        errors,
+    } = cx;
+    let (context, errors) = (*context, &mut **errors);
     let before = errors.len();
     let target = match &c.operand {
         ast::Operand::Arg(r) => Some(Target::Arg(reference(r))),
@@ -708,7 +784,7 @@ fn compile_test(
                     continue;
                 }
                 match glob::to_regex(&n.text) {
-                    Ok(re) => match build_regex(&re) {
+                    Ok(re) => match patterns.build(&re) {
                         Ok(re) => globs.push(re),
                         Err(_) => errors.push(too_large(n, "glob")),
                     },
@@ -727,7 +803,7 @@ fn compile_test(
             let Some(ast::Value::Str(n)) = c.values.first() else {
                 return None;
             };
-            match compile_regex(n) {
+            match compile_regex(n, patterns) {
                 Ok(re) => Check::Regex(re),
                 Err(e) => {
                     errors.push(e);
@@ -850,12 +926,15 @@ fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
-/// Compiles the regular expression of an `=~` or `!~`; a syntax error points inside the
-/// string literal.
-fn compile_regex(n: &ast::Name) -> Result<Regex, ConditionError> {
+/// Compiles the regular expression of an `=~` or `!~` (or takes it from `patterns`); a syntax
+/// error points inside the string literal.
+fn compile_regex(n: &ast::Name, patterns: &mut Patterns) -> Result<Arc<Regex>, ConditionError> {
     let mut errors = Vec::new();
     if too_long(n, "regular expression", &mut errors) {
         return Err(errors.remove(0));
+    }
+    if let Some(re) = patterns.regexes.get(n.text.as_str()) {
+        return Ok(Arc::clone(re));
     }
     if let Err(e) = regex_syntax::ParserBuilder::new().build().parse(&n.text) {
         let (start, end, kind) = match &e {
@@ -879,7 +958,9 @@ fn compile_regex(n: &ast::Name) -> Result<Regex, ConditionError> {
             "regular expressions follow the `regex` crate's syntax; in a policy string write `\\\\` for one backslash",
         ));
     }
-    build_regex(&n.text).map_err(|_| too_large(n, "regular expression"))
+    patterns
+        .build(&n.text)
+        .map_err(|_| too_large(n, "regular expression"))
 }
 
 /// The span in the policy's text of bytes `start..end` of a string literal's value: the
@@ -955,15 +1036,21 @@ fn eval_node<'c, 'a>(node: &'c Node, args: &'a Json, ctx: &EvalContext<'_>) -> J
             })
         }
         Node::Present(r) => {
-            let mut budget = limits::MAX_RULE_ELEMENTS;
             let mut found: Option<&'a Json> = None;
-            let _ = walk(&r.steps, args, &mut budget, &mut |leaf| match leaf {
-                Leaf::Value(v) if !v.is_null() => {
-                    found = Some(v);
-                    ControlFlow::Break(())
+            if let Some(fields) = &r.fields {
+                if let Leaf::Value(v) = lookup(fields, args) {
+                    found = (!v.is_null()).then_some(v);
                 }
-                _ => ControlFlow::Continue(()),
-            });
+            } else {
+                let mut budget = limits::MAX_RULE_ELEMENTS;
+                let _ = walk(&r.steps, args, &mut budget, &mut |leaf| match leaf {
+                    Leaf::Value(v) if !v.is_null() => {
+                        found = Some(v);
+                        ControlFlow::Break(())
+                    }
+                    _ => ControlFlow::Continue(()),
+                });
+            }
             Judged {
                 truth: if found.is_some() {
                     Truth::True
@@ -985,6 +1072,30 @@ fn eval_node<'c, 'a>(node: &'c Node, args: &'a Json, ctx: &EvalContext<'_>) -> J
 enum Leaf<'a> {
     Value(&'a Json),
     Missing(Option<&'a Json>, Problem),
+}
+
+/// The value the field names `fields` reach from `v` (a reference without `[*]`), or why none
+/// was: what [`walk`] gives for the same steps, without its callback.
+fn lookup<'a>(fields: &[Box<str>], mut v: &'a Json) -> Leaf<'a> {
+    for name in fields {
+        v = match v {
+            Json::Object(map) => match map.get(&**name) {
+                Some(x) => x,
+                None => return Leaf::Missing(None, Problem::Absent),
+            },
+            Json::Null => return Leaf::Missing(None, Problem::Absent),
+            other => {
+                return Leaf::Missing(
+                    Some(other),
+                    Problem::WrongType {
+                        expected: "an object",
+                        found: kind(other),
+                    },
+                )
+            }
+        };
+    }
+    Leaf::Value(v)
 }
 
 /// Follows `steps` from `v`, calling `f` on each value reached (one per element for `[*]`).
@@ -1110,6 +1221,14 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
         ControlFlow::Continue(())
     };
     let _ = match &t.target {
+        Target::Arg(Reference {
+            fields: Some(fields),
+            ..
+        })
+        | Target::Host(Reference {
+            fields: Some(fields),
+            ..
+        }) => visit(lookup(fields, args)),
         Target::Arg(r) | Target::Host(r) => {
             let mut budget = limits::MAX_RULE_ELEMENTS;
             walk(&r.steps, args, &mut budget, &mut visit)
@@ -1233,10 +1352,8 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
     }
     let mut no_query = false;
     if m.query {
-        match &ctx.query {
-            Some(q) if q.contains(&words::Words::new(&(ctx.normalize)(s))) => {
-                return Ok(Truth::True)
-            }
+        match ctx.query {
+            Some(q) if in_query(q, s, ctx) => return Ok(Truth::True),
             Some(_) => {}
             None => no_query = true,
         }
@@ -1246,6 +1363,25 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
         None if no_query => Err(Problem::QueryNotGiven),
         None => Ok(Truth::False),
     }
+}
+
+/// Whether the value `s` occurs in the (normalized) query `q` as whole words. An ASCII value
+/// of at most [`words::MAX_INLINE_WORDS`] words allocates nothing; any other value is
+/// normalized first (the normalizer's `String`), and one of more words also builds the words
+/// of the value and, once per call, of the query.
+fn in_query(q: &str, s: &str, ctx: &EvalContext<'_>) -> bool {
+    if s.is_ascii() {
+        if let Some((w, n)) = words::inline_words(s) {
+            return words::occurs(q, &w[..n], words::eq_lowered);
+        }
+    }
+    let normalized = (ctx.normalize)(s);
+    if let Some((w, n)) = words::inline_words(&normalized) {
+        return words::occurs(q, &w[..n], |a, b| a == b);
+    }
+    ctx.query_words
+        .get_or_init(|| words::Words::new(q))
+        .contains(&words::Words::new(&normalized))
 }
 
 /// A JSON number's text, written without allocating (serde_json writes at most 24 bytes).

@@ -12,6 +12,8 @@ use std::borrow::Cow;
 pub(super) struct Dir {
     /// The segments below `/` (none for `/` itself).
     segments: Vec<Box<str>>,
+    /// The directory in normalized form, without a trailing `/` (empty for `/` itself).
+    text: Box<str>,
 }
 
 /// Why a directory literal cannot be used with `under`.
@@ -49,7 +51,15 @@ impl Dir {
                 s => segments.push(s.into()),
             }
         }
-        Ok(Dir { segments })
+        let text = segments.iter().fold(String::new(), |mut t, s| {
+            t.push('/');
+            t.push_str(s);
+            t
+        });
+        Ok(Dir {
+            segments,
+            text: text.into(),
+        })
     }
 
     /// Whether `path`, normalized lexically, is this directory or inside it. Allocates nothing:
@@ -58,6 +68,13 @@ impl Dir {
         let Some(rest) = path.strip_prefix('/') else {
             return false;
         };
+        if is_plain(path.as_bytes()) {
+            // No `//`, no segment starting with `.`, no NUL: the path is normalized but for a
+            // trailing `/`, so containment is a byte-wise prefix test.
+            let dir = self.text.as_bytes();
+            let p = path.as_bytes();
+            return p.starts_with(dir) && (p.len() == dir.len() || p[dir.len()] == b'/');
+        }
         if path.contains('\0') {
             return false;
         }
@@ -83,6 +100,18 @@ impl Dir {
         }
         matched == k
     }
+}
+
+/// Whether `path` holds no NUL and no `/` followed by `/` or `.` (one pass over the bytes).
+fn is_plain(path: &[u8]) -> bool {
+    let mut after_slash = false;
+    for &b in path {
+        if b == 0 || (after_slash && (b == b'/' || b == b'.')) {
+            return false;
+        }
+        after_slash = b == b'/';
+    }
+    true
 }
 
 /// An absolute path in normalized form: borrowed when it is already normalized (no `//`,

@@ -1,6 +1,135 @@
 //! Whole-word occurrence for `in query`: the value occurs in the user's query when its words,
 //! in order, are consecutive words of the query. A word is a run of alphanumeric characters;
 //! both texts are normalized by the caller's normalizer (the one keywords go through) first.
+//!
+//! The common case allocates nothing: the query's words are read in place ([`QueryWords`]),
+//! a value of at most [`MAX_INLINE_WORDS`] words is split into a stack array, and an ASCII
+//! value is compared lower-cased byte by byte instead of being normalized into a new string
+//! (the keyword normalizer maps ASCII text to its lower case, up to white space, which is no
+//! part of any word). A longer value falls back to [`Words`], a linear substring search.
+
+/// Most words of a value compared in place; a longer value goes through [`Words`].
+pub(super) const MAX_INLINE_WORDS: usize = 16;
+
+/// Whether the non-ASCII character at byte `i` of `text` (a character boundary) is a word
+/// character, and its length in bytes.
+#[cold]
+fn non_ascii_word_char_at(text: &str, i: usize) -> (bool, usize) {
+    match text.get(i..).and_then(|t| t.chars().next()) {
+        Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+        None => (false, 1),
+    }
+}
+
+/// The words of a text, read in place, in order (a cheap, copyable cursor).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct QueryWords<'q> {
+    text: &'q str,
+    pos: usize,
+}
+
+impl<'q> QueryWords<'q> {
+    /// The words of `text`.
+    pub(super) fn new(text: &'q str) -> QueryWords<'q> {
+        QueryWords { text, pos: 0 }
+    }
+}
+
+/// Per byte: 0 for an ASCII byte that is not alphanumeric, 1 for an ASCII alphanumeric, 2
+/// for a byte of a non-ASCII character (decoded to decide).
+static BYTE_CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = if b >= 0x80 {
+            2
+        } else if (b as u8).is_ascii_alphanumeric() {
+            1
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
+
+impl<'q> Iterator for QueryWords<'q> {
+    type Item = &'q str;
+
+    fn next(&mut self) -> Option<&'q str> {
+        let bytes = self.text.as_bytes();
+        let len = bytes.len();
+        let mut i = self.pos;
+        // Skip to the next word character.
+        while i < len {
+            match BYTE_CLASS[bytes[i] as usize] {
+                0 => i += 1,
+                1 => break,
+                _ => match non_ascii_word_char_at(self.text, i) {
+                    (true, _) => break,
+                    (false, n) => i += n,
+                },
+            }
+        }
+        if i >= len {
+            self.pos = len;
+            return None;
+        }
+        let start = i;
+        // Take word characters.
+        while i < len {
+            match BYTE_CLASS[bytes[i] as usize] {
+                0 => break,
+                1 => i += 1,
+                _ => match non_ascii_word_char_at(self.text, i) {
+                    (true, n) => i += n,
+                    (false, _) => break,
+                },
+            }
+        }
+        self.pos = i;
+        self.text.get(start..i)
+    }
+}
+
+/// The words of `text` in a stack array, when it has at most [`MAX_INLINE_WORDS`]: the array
+/// and how many; `None` for more.
+pub(super) fn inline_words(text: &str) -> Option<([&str; MAX_INLINE_WORDS], usize)> {
+    let mut out = [""; MAX_INLINE_WORDS];
+    let mut n = 0;
+    for w in QueryWords::new(text) {
+        *out.get_mut(n)? = w;
+        n += 1;
+    }
+    Some((out, n))
+}
+
+/// Whether `needle` (at least one word) occurs as consecutive words of `query`, comparing
+/// each query word with a needle word by `eq`. At most `needle.len()` comparisons per query
+/// word: linear in the query for a needle of at most [`MAX_INLINE_WORDS`] words.
+pub(super) fn occurs(query: &str, needle: &[&str], eq: impl Fn(&str, &str) -> bool) -> bool {
+    let Some((first, rest)) = needle.split_first() else {
+        return false;
+    };
+    let mut at = QueryWords::new(query);
+    while let Some(q) = at.next() {
+        if eq(q, first) {
+            let mut probe = at;
+            if rest.iter().all(|w| probe.next().is_some_and(|q| eq(q, w))) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether the query word `q` equals the ASCII word `w` lower-cased.
+pub(super) fn eq_lowered(q: &str, w: &str) -> bool {
+    q.len() == w.len()
+        && q.bytes()
+            .zip(w.bytes())
+            .all(|(a, b)| a == b.to_ascii_lowercase())
+}
 
 /// Text reduced to its words, each followed by one space and the whole preceded by one
 /// (` w1 w2 `), so a whole-word search is a substring search.
@@ -12,10 +141,7 @@ impl Words {
     pub(super) fn new(text: &str) -> Words {
         let mut out = String::with_capacity(text.len() + 2);
         out.push(' ');
-        for word in text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-        {
+        for word in QueryWords::new(text) {
             out.push_str(word);
             out.push(' ');
         }
@@ -38,18 +164,68 @@ impl Words {
 mod tests {
     use super::*;
 
+    /// The in-place search, as `in query` runs it on an already normalized value.
+    fn in_place(query: &str, value: &str) -> bool {
+        match inline_words(value) {
+            Some((w, n)) => occurs(query, &w[..n], |q, w| q == w),
+            None => Words::new(query).contains(&Words::new(value)),
+        }
+    }
+
     #[test]
     fn whole_words_in_order() {
-        let q = Words::new("pay bob@example.com 100 dollars for the rent");
-        assert!(q.contains(&Words::new("bob@example.com")));
-        assert!(q.contains(&Words::new("100")));
-        assert!(q.contains(&Words::new("the rent")));
-        assert!(!q.contains(&Words::new("10")));
-        assert!(!q.contains(&Words::new("ob")));
-        assert!(!q.contains(&Words::new("rent the")));
-        assert!(!q.contains(&Words::new("")));
-        assert!(!q.contains(&Words::new("@ .")));
+        let query = "pay bob@example.com 100 dollars for the rent";
+        let q = Words::new(query);
+        for (value, expected) in [
+            ("bob@example.com", true),
+            ("100", true),
+            ("the rent", true),
+            ("10", false),
+            ("ob", false),
+            ("rent the", false),
+            ("", false),
+            ("@ .", false),
+            ("pay bob example com 100 dollars for the rent", true),
+            ("rent rent", false),
+        ] {
+            assert_eq!(q.contains(&Words::new(value)), expected, "{value}");
+            assert_eq!(in_place(query, value), expected, "{value}");
+        }
         assert!(Words::new("").is_empty());
         assert!(!Words::new("").contains(&Words::new("a")));
+        assert!(!in_place("", "a"));
+    }
+
+    #[test]
+    fn words_are_unicode_alphanumeric_runs() {
+        let words: Vec<&str> = QueryWords::new("  é-vol ۷ 東京…x  ").collect();
+        assert_eq!(words, ["é", "vol", "۷", "東京", "x"]);
+        assert_eq!(inline_words(&"a ".repeat(16)).map(|(_, n)| n), Some(16));
+        assert_eq!(inline_words(&"a ".repeat(17)).map(|(_, n)| n), None);
+        assert!(in_place(&"a ".repeat(40), &"a ".repeat(17)));
+        assert!(!in_place(&"a ".repeat(16), &"a ".repeat(17)));
+    }
+
+    #[test]
+    fn lowered_comparison() {
+        assert!(eq_lowered("alice", "Alice"));
+        assert!(!eq_lowered("Alice", "alice"));
+        assert!(!eq_lowered("alic", "alice"));
+        assert!(occurs("send to alice now", &["ALICE", "Now"], eq_lowered));
+        for (query, needle, expected) in [
+            ("send to alice now", &["ALICE", "Now"][..], true),
+            ("send to malice now", &["Alice"][..], false),
+            ("send to alice2 now", &["alice"][..], false),
+            ("send to éalice now", &["alice"][..], false),
+            ("alice-alice now", &["alice", "now"][..], true),
+            ("alice", &["alice", "now"][..], false),
+            ("to alice", &["Alice"][..], true),
+        ] {
+            assert_eq!(
+                occurs(query, needle, eq_lowered),
+                expected,
+                "{query} / {needle:?}"
+            );
+        }
     }
 }

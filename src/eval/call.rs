@@ -17,6 +17,9 @@ use crate::syntax::ast::RuleOutcome;
 use super::json::{canonical_json, canonical_object, json_depth};
 use super::{Policy, Request, RequestError, Session};
 
+/// Most `context` sets whose lookups `check_call` keeps on the stack.
+const FEW_CONTEXTS: usize = 8;
+
 impl Policy {
     /// Judges one tool call: stages 1–7 exactly as in `offer`, then tenant argument, required
     /// arguments, confirmation and the per-turn limit (DESIGN.md, "Semantics of check_call").
@@ -644,13 +647,24 @@ impl Policy {
         if ranges.iter().all(|r| r.is_empty()) {
             return Ok(());
         }
-        let sets: Vec<Option<&ContextSet>> =
-            t.contexts.iter().map(|n| request.context_set(n)).collect();
+        // The request's sets, indexed by `ContextId`: on the stack for a policy that declares
+        // a few (the common case), else in a vector.
+        let mut few: [Option<&ContextSet>; FEW_CONTEXTS] = [None; FEW_CONTEXTS];
+        let many: Vec<Option<&ContextSet>>;
+        let sets: &[Option<&ContextSet>] = if t.contexts.len() <= FEW_CONTEXTS {
+            for (slot, name) in few.iter_mut().zip(t.contexts.iter()) {
+                *slot = request.context_set(name);
+            }
+            &few[..t.contexts.len()]
+        } else {
+            many = t.contexts.iter().map(|n| request.context_set(n)).collect();
+            &many
+        };
         let fold = t.fold_accents;
         let normalize = move |s: &str| crate::classify::normalize(s, fold).text;
         let ctx = match intent.query.as_deref() {
-            Some(q) => EvalContext::new(q, &normalize, &sets),
-            None => EvalContext::without_query(&normalize, &sets),
+            Some(q) => EvalContext::new(q, &normalize, sets),
+            None => EvalContext::without_query(&normalize, sets),
         };
         for rule in ranges
             .iter()

@@ -1015,18 +1015,16 @@ impl Builder<'_> {
 }
 
 /// The end offset of `pair` once trailing white space and `#` comments are left out. Only the
-/// text after the pair's last inner pair (itself trimmed) can be such trivia; literal tokens
-/// there (`}`, a closing quote) are kept.
+/// text after the pair's last token (its rightmost descendant, the last pair in pre-order) can
+/// be such trivia; literal tokens there (`}`, a closing quote) are kept. One scan from that
+/// token's end gives what trimming each level from its last inner pair down would: where a
+/// level's trimmed end falls, the scan is outside any comment.
 fn trim_trailing_trivia(pair: &Pair<'_, Rule>) -> usize {
     let span = pair.as_span();
-    let Some(last) = pair
-        .clone()
-        .into_inner()
-        .last()
-        .map(|p| trim_trailing_trivia(&p))
-    else {
+    let Some(last) = pair.clone().into_inner().flatten().next_back() else {
         return span.end();
     };
+    let last = last.as_span().end();
     let Some(tail) = pair.as_str().get(last.saturating_sub(span.start())..) else {
         return span.end();
     };
