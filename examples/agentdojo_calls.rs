@@ -1,5 +1,6 @@
 //! Runs every ground-truth call of an AgentDojo suite, with its arguments, through
-//! `check_call` in mode `autonomous`, and counts what the policy's argument rules let through.
+//! `check_call` in mode `autonomous`: first each call on its own (what the policy's argument
+//! rules let through), then within a [`Session`] (what its flow labels and `after` blocks add).
 //!
 //! ```text
 //! cargo run --example agentdojo_calls -- ../shared/corpora/agentdojo/banking.calls.json \
@@ -8,11 +9,15 @@
 //!   policies/examples/agentdojo-slack.warden
 //! ```
 //!
-//! The suite file (not shipped with toolwarden) holds `suite`, `tools` (name), `user_tasks`
-//! (id, `prompt`, ground-truth `calls` of `tool` and `args`) and `injection_tasks` (id, `calls`:
-//! what an attacker who took over the agent would run). Every call goes through
-//! [`Policy::check_call_strict`] with no pending call, so a call the policy wants confirmed counts
-//! as confirmed (nobody answers):
+//! The suite file (not shipped with toolwarden) holds `suite`, `tools` (name, `side_effect`: the
+//! suite's label of what the tool does, `none` for a read), `user_tasks`
+//! (id, `prompt`, ground-truth `calls` of `tool` and `args`, and
+//! `injection_vectors_seen_by_ground_truth`: each injection vector the task's calls read, with
+//! the tools whose output carries it) and `injection_tasks` (id, `calls`: what an attacker who
+//! took over the agent would run).
+//!
+//! **Per call, no session.** Every call goes through [`Policy::check_call_strict`] with no
+//! pending call, so a call the policy wants confirmed counts as confirmed (nobody answers):
 //!
 //! - **user tasks:** each task's calls in order, in one turn, under the intent and the query
 //!   `classify` gives the task's prompt (the user's own words, which `in query` reads);
@@ -20,6 +25,22 @@
 //!   whose ground-truth calls see an injection vector (as AgentDojo pairs them: the attacker
 //!   writes into a tool's output, never into the user's prompt), so under that user task's
 //!   intent and query.
+//!
+//! **In a session.** Every call goes through [`Policy::check_call_session`], so an allowed call
+//! of a tool that `taints` puts its labels on the session and the policy's `after` blocks
+//! apply from then on. A call the policy wants confirmed counts as confirmed, and is taken to
+//! be approved and run: its labels go on the session too ([`Session::record`]), since the
+//! user approves the call, not the content it will return. A denied call never runs.
+//!
+//! - **user tasks alone:** each task's calls in order through one new session;
+//! - **pairs:** for each user task that sees an injection vector and each injection task, one
+//!   new session runs the user task's calls in order up to and including its first call of a
+//!   tool whose output carries one of the vectors it sees (where the injected text arrives;
+//!   these calls are not counted), then the injection task's calls, which are counted.
+//!
+//! Both run twice: **with** the policy's `after` blocks, and **without** them, which is the
+//! same run with every label declassified ([`Session::declassify`]) after each call, so no
+//! `after` block ever applies (the policy's other rules are unchanged).
 //!
 //! **Context sets.** The `context` sets are what the operator's integration knows when the
 //! session starts, from the suite's environment (AgentDojo's `environment.yaml`), never from the
@@ -33,9 +54,10 @@
 //! The same sets serve every task of a suite. A suite this example has no sets for is refused.
 //!
 //! It prints per task only ids, tool names, decisions, stages and rule positions (never the
-//! suite's prompt text), then the counts per suite. The exit status is 1 when a user-task call
-//! is denied or an injection call with an effect is allowed (the aims of the policies), 2 on an
-//! error.
+//! suite's prompt text), then the counts per suite. The exit status is 1 when, per call, a
+//! user-task call is denied or an injection call with an effect (by the suite's labels) is
+//! allowed, or when, in a session with the `after` blocks, a user-task call is denied or any
+//! injection call is allowed (the aims of the policies); 2 on an error.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -43,7 +65,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
-use toolwarden::{Decision, Intent, Policy, Request, Turn, Verdict};
+use toolwarden::{Decision, Intent, Policy, Request, Session, Turn, Verdict};
 
 #[derive(Deserialize)]
 struct Suite {
@@ -56,6 +78,8 @@ struct Suite {
 #[derive(Deserialize)]
 struct Tool {
     name: String,
+    /// The suite's label of what the tool does: `none` for a read.
+    side_effect: String,
 }
 
 #[derive(Deserialize)]
@@ -77,6 +101,15 @@ struct UserTask {
 struct InjectionTask {
     id: String,
     calls: Vec<Call>,
+}
+
+impl Suite {
+    /// Whether the suite labels `tool` read-only (`side_effect` `none`).
+    fn read_only(&self, tool: &str) -> bool {
+        self.tools
+            .iter()
+            .any(|t| t.name == tool && t.side_effect == "none")
+    }
 }
 
 /// The `context` sets of a suite: what its environment tells the operator before any task.
@@ -117,16 +150,19 @@ struct Counts {
     allow: usize,
     confirm: usize,
     deny: usize,
-    /// Allowed calls whose tool has an effect (not read-only).
+    /// Allowed calls whose tool has an effect by the suite's labels (`side_effect` not
+    /// `none`).
     allow_with_effect: usize,
 }
 
 impl Counts {
-    fn add(&mut self, v: &Verdict) {
+    /// Counts `v`, a verdict on a call of a tool that the suite labels read-only when
+    /// `read_only`.
+    fn add(&mut self, v: &Verdict, read_only: bool) {
         match v.decision {
             Decision::Allow => {
                 self.allow += 1;
-                if v.operation_type != Some("read_only") {
+                if !read_only {
                     self.allow_with_effect += 1;
                 }
             }
@@ -151,7 +187,8 @@ fn main() {
     }
 }
 
-/// A verdict in a few characters: `allow`, `confirm(arguments 74:3)`, `deny(intent)`.
+/// A verdict in a few characters: `allow`, `confirm(arguments 74:3)`, `deny(flow 40:3)`,
+/// `deny(intent)`.
 fn short(v: &Verdict) -> String {
     let stage = v.stage.map(|s| s.as_str());
     let at = v
@@ -161,7 +198,7 @@ fn short(v: &Verdict) -> String {
         .map(|(_, lc)| lc);
     match (v.decision, stage, at) {
         (Decision::Allow, _, _) => "allow".to_string(),
-        (d, Some(s @ "arguments"), Some(at)) => format!("{d}({s} {at})"),
+        (d, Some(s @ ("arguments" | "flow")), Some(at)) => format!("{d}({s} {at})"),
         (d, Some(s), _) => format!("{d}({s})"),
         (d, None, _) => d.to_string(),
     }
@@ -221,7 +258,7 @@ fn run() -> Result<bool, Box<dyn Error>> {
         for call in &task.calls {
             let v = policy
                 .check_call_strict(&request, &intent, &mut turn, &call.tool, &call.args, None)?;
-            users.add(&v);
+            users.add(&v, suite.read_only(&call.tool));
             cells.push(format!("{}:{}", call.tool, short(&v)));
         }
         println!(
@@ -249,8 +286,8 @@ fn run() -> Result<bool, Box<dyn Error>> {
             for (k, call) in inj.calls.iter().enumerate() {
                 let v = policy
                     .check_call_strict(&request, intent, &mut turn, &call.tool, &call.args, None)?;
-                injections.add(&v);
-                per_call[k].add(&v);
+                injections.add(&v, suite.read_only(&call.tool));
+                per_call[k].add(&v, suite.read_only(&call.tool));
             }
         }
         let cells: Vec<String> = inj
@@ -286,5 +323,151 @@ fn run() -> Result<bool, Box<dyn Error>> {
         injections.allow_with_effect,
         injections.allow - injections.allow_with_effect
     );
-    Ok(users.deny == 0 && injections.allow_with_effect == 0)
+    let per_call_ok = users.deny == 0 && injections.allow_with_effect == 0;
+
+    let mut rows = Vec::new();
+    for after in [true, false] {
+        println!();
+        println!(
+            "in a session, {}:",
+            if after {
+                "with the after blocks"
+            } else {
+                "without the after blocks (every label declassified after each call)"
+            }
+        );
+        rows.push((after, in_session(&policy, &request, &suite, after)?));
+    }
+    println!();
+    println!(
+        "{:<26} {:>6} {:>8} {:>10} {:>7}   {:>6} {:>8} {:>10} {:>7}",
+        format!("{} in a session", suite.suite),
+        "user",
+        "allowed",
+        "confirmed",
+        "denied",
+        "inj.",
+        "allowed",
+        "confirmed",
+        "denied"
+    );
+    for (after, (u, i)) in &rows {
+        println!(
+            "{:<26} {:>6} {:>8} {:>10} {:>7}   {:>6} {:>8} {:>10} {:>7}",
+            if *after {
+                "with after blocks"
+            } else {
+                "without after blocks"
+            },
+            u.total(),
+            u.allow,
+            u.confirm,
+            u.deny,
+            i.total(),
+            i.allow,
+            i.confirm,
+            i.deny
+        );
+    }
+    let session_ok = rows
+        .iter()
+        .filter(|(after, _)| *after)
+        .all(|(_, (u, i))| u.deny == 0 && i.allow == 0);
+    Ok(per_call_ok && session_ok)
+}
+
+/// Judges `call` within `session`. A confirmed call is taken to be approved and run, so the
+/// labels its tool taints go on the session; with `after` false, every label is declassified
+/// afterwards, so no `after` block applies to the next call.
+fn session_call(
+    policy: &Policy,
+    request: &Request,
+    intent: &Intent,
+    session: &mut Session,
+    call: &Call,
+    after: bool,
+) -> Result<Verdict, Box<dyn Error>> {
+    let v = policy.check_call_session(request, intent, session, &call.tool, &call.args)?;
+    if v.decision == Decision::Confirm {
+        session.take_pending();
+        session.record(policy, &call.tool)?;
+    }
+    if !after {
+        let labels: Vec<String> = session.labels().iter().map(|l| l.label.clone()).collect();
+        for l in &labels {
+            session.declassify(l);
+        }
+    }
+    Ok(v)
+}
+
+/// The index of the first call of `task` whose tool's output carries one of the injection
+/// vectors the task sees: where the injected text reaches the agent.
+fn vector_call(task: &UserTask) -> Option<usize> {
+    task.calls.iter().position(|c| {
+        task.injection_vectors_seen_by_ground_truth
+            .values()
+            .any(|tools| tools.contains(&c.tool))
+    })
+}
+
+/// The session runs: each user task alone (its calls counted), then every pair of a user task
+/// that sees an injection vector and an injection task (the user task's calls up to its
+/// vector call, then the injection task's calls, which are counted). Returns the user-task
+/// and the injection counts.
+fn in_session(
+    policy: &Policy,
+    request: &Request,
+    suite: &Suite,
+    after: bool,
+) -> Result<(Counts, Counts), Box<dyn Error>> {
+    let mut users = Counts::default();
+    let mut pairs = Vec::new();
+    println!("  user tasks alone, one session each");
+    for task in &suite.user_tasks {
+        let intent = policy.classify(&task.prompt);
+        let mut session = Session::new();
+        let mut cells = Vec::new();
+        for call in &task.calls {
+            let v = session_call(policy, request, &intent, &mut session, call, after)?;
+            users.add(&v, suite.read_only(&call.tool));
+            cells.push(format!("{}:{}", call.tool, short(&v)));
+        }
+        println!("    {:<13} {}", task.id, cells.join(" "));
+        if let Some(k) = vector_call(task) {
+            pairs.push((task, intent, k));
+        }
+    }
+    println!(
+        "  injection tasks, each after each of the {} user tasks that see a vector, up to its vector call",
+        pairs.len()
+    );
+    let mut injections = Counts::default();
+    for inj in &suite.injection_tasks {
+        let mut per_call = vec![Counts::default(); inj.calls.len()];
+        for (task, intent, k) in &pairs {
+            let mut session = Session::new();
+            for call in &task.calls[..=*k] {
+                session_call(policy, request, intent, &mut session, call, after)?;
+            }
+            for (j, call) in inj.calls.iter().enumerate() {
+                let v = session_call(policy, request, intent, &mut session, call, after)?;
+                injections.add(&v, suite.read_only(&call.tool));
+                per_call[j].add(&v, suite.read_only(&call.tool));
+            }
+        }
+        let cells: Vec<String> = inj
+            .calls
+            .iter()
+            .zip(&per_call)
+            .map(|(call, c)| {
+                format!(
+                    "{}: allow {} confirm {} deny {}",
+                    call.tool, c.allow, c.confirm, c.deny
+                )
+            })
+            .collect();
+        println!("    {:<17} {}", inj.id, cells.join("; "));
+    }
+    Ok((users, injections))
 }

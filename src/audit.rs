@@ -24,6 +24,11 @@
 //! share a digest and the log holds no names or tenants. `time` comes from a [`Clock`]
 //! (UTC, RFC 3339, second precision); tests inject a fixed one.
 //!
+//! Within a [`Session`], [`Auditor::check_call_session`] logs a call as `check_call` does, and
+//! [`Auditor::declassify`] logs the user's explicit removal of a flow label as a record of its
+//! own (`"op":"declassify"`, with `label` and `from`: the tool and turn that had put it there,
+//! and no decision fields).
+//!
 //! What is written when: the records of one call ([`Auditor::offer`]: one per tool;
 //! [`Auditor::check_call`]: one) are built whole, handed to the writer in one `write_all`, and
 //! the writer is flushed, all before the decision is returned; a decision whose records cannot
@@ -58,7 +63,7 @@ use sha2::{Digest, Sha256};
 
 use crate::classify::Intent;
 use crate::decision::{Decision, Offer, PendingCall, Turn, Verdict};
-use crate::eval::{Request, RequestError};
+use crate::eval::{LabelSource, Request, RequestError, Session, SessionError};
 use crate::policy::Policy;
 
 /// Whether decisions are enforced or only logged.
@@ -162,6 +167,16 @@ pub fn request_digest(request: &Request, intent: &Intent) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// The labels `policy` declares as a readable list (`` `a`, `b` ``, or `none`).
+fn declared_list(policy: &Policy) -> String {
+    let names: Vec<String> = policy.labels().map(|l| format!("`{l}`")).collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// Why a decision could not be made or logged.
@@ -349,6 +364,108 @@ impl<W: Write> Auditor<W> {
         self.log_call(
             policy, generation, request, intent, turn, tool, args, verdict,
         )
+    }
+
+    /// [`Policy::check_call_session`], logged as one record (`"op":"call"`) exactly as
+    /// [`Auditor::check_call`]. In advisory mode a call the policy would deny or hold is allowed
+    /// and the session is updated as for an allowed call: the labels its tool taints go on it,
+    /// the turn counts it, and the pending call its hold would have made is not kept.
+    ///
+    /// The session changes only when the decision is returned: on an error (the session cannot
+    /// be used with `policy`, or the log cannot be written) it is as it was.
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Request`] as for [`Policy::check_call_session`] (a session of another
+    /// policy or version, or with an undeclared label, is [`RequestError::Session`]);
+    /// [`AuditError::Write`] when the log cannot be written.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_call_session(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        request: &Request,
+        intent: &Intent,
+        session: &mut Session,
+        tool: &str,
+        args: &Value,
+    ) -> Result<Verdict, AuditError> {
+        let mut next = session.clone();
+        let verdict = policy.check_call_session(request, intent, &mut next, tool, args)?;
+        let would_be = verdict.decision;
+        let mut turn = next.turn_state();
+        let verdict = self.log_call(
+            policy, generation, request, intent, &mut turn, tool, args, verdict,
+        )?;
+        if would_be != Decision::Allow && verdict.decision == Decision::Allow {
+            // Advisory: the call runs. Its hold (if it made a new one) goes, its labels come.
+            if would_be == Decision::Confirm
+                && next.pending().map(|p| &p.digest) != session.pending().map(|p| &p.digest)
+            {
+                match (session.pending().cloned(), session.pending_turn()) {
+                    (Some(p), Some(t)) => next.restore_pending(p, t),
+                    _ => {
+                        next.take_pending();
+                    }
+                }
+            }
+            next.set_turn_state(turn);
+            next.record(policy, tool)
+                .map_err(|e| AuditError::Request(RequestError::Session(e)))?;
+        }
+        *session = next;
+        Ok(verdict)
+    }
+
+    /// [`Session::declassify`], logged: takes `label` off `session` (the user's explicit reset)
+    /// and writes one record, `"op":"declassify"` with the `label` and where it came from
+    /// (`from`: `tool` and `turn`). Returns that source, or `None` when the label is declared
+    /// but not on the session (then nothing is written and the session is unchanged).
+    ///
+    /// # Errors
+    ///
+    /// [`AuditError::Request`] with [`RequestError::Session`] when the session belongs to
+    /// another policy or version, holds a label `policy` does not declare, or `label` is not
+    /// one `policy` declares; [`AuditError::Write`] when the log cannot be written (the label
+    /// then stays on the session).
+    pub fn declassify(
+        &mut self,
+        policy: &Policy,
+        generation: u64,
+        session: &mut Session,
+        label: &str,
+    ) -> Result<Option<LabelSource>, AuditError> {
+        let session_error = |e| AuditError::Request(RequestError::Session(e));
+        session.mask_for(policy).map_err(session_error)?;
+        if !policy.labels().any(|l| l == label) {
+            return Err(session_error(SessionError::UndeclaredLabel {
+                label: label.to_string(),
+                known: declared_list(policy),
+            }));
+        }
+        let mut next = session.clone();
+        let Some(source) = next.declassify(label) else {
+            return Ok(None);
+        };
+        let policy_digest = self.policy_digest(policy);
+        let mut r = json!({
+            "time": self.clock.now(),
+            "decision_id": new_decision_id(),
+            "policy": policy.name(),
+            "policy_version": policy.version(),
+            "policy_sha256": policy_digest,
+            "generation": generation,
+            "op": "declassify",
+            "label": label,
+            "from": { "tool": source.tool, "turn": source.turn },
+            "enforcement": self.enforcement.as_str(),
+        });
+        if self.enforcement == Enforcement::Advisory {
+            r["overridden"] = json!(false);
+        }
+        self.write(&[r])?;
+        *session = next;
+        Ok(Some(source))
     }
 
     /// Applies advisory enforcement to `verdict` and writes its record.

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use toolwarden::audit::{
     policy_sha256, request_digest, rfc3339, AuditError, Auditor, Enforcement, FixedClock,
 };
-use toolwarden::{Decision, Policy, Request, Stage, Turn};
+use toolwarden::{Decision, Policy, Request, Session, Stage, Turn};
 
 const POLICY: &str = r#"policy "audit-demo" version 2
 effects none, write
@@ -311,4 +311,194 @@ fn a_synced_file_log_holds_every_record_of_a_returned_decision() {
         ]
     );
     drop(auditor);
+}
+
+const FLOW_POLICY: &str = r#"policy "flow-demo" version 1
+effects none, write
+mode m { }
+confirm fields "confirmed"
+labels untrusted, private
+tool get_webpage { effect none  taints untrusted }
+tool save        { effect write }
+after untrusted { confirm write }
+"#;
+
+fn flow_policy() -> Policy {
+    Policy::parse(FLOW_POLICY, "flow.warden").expect("loads")
+}
+
+/// A record without its `decision_id` and `policy_sha256` (checked elsewhere).
+fn bare(mut r: Value) -> Value {
+    let o = r.as_object_mut().expect("an object");
+    o.remove("policy_sha256");
+    r
+}
+
+#[test]
+fn a_call_in_a_session_is_logged_and_taints_the_session() {
+    let p = flow_policy();
+    let intent = p.classify("");
+    let request = Request::new("m");
+    let mut session = Session::new();
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Enforce).with_clock(FixedClock(TIME.into()));
+    let v = auditor
+        .check_call_session(
+            &p,
+            1,
+            &request,
+            &intent,
+            &mut session,
+            "get_webpage",
+            &json!({}),
+        )
+        .unwrap();
+    assert_eq!(v.decision, Decision::Allow);
+    assert!(session.has_label("untrusted"));
+    let v = auditor
+        .check_call_session(&p, 1, &request, &intent, &mut session, "save", &json!({}))
+        .unwrap();
+    assert_eq!(
+        (v.decision, v.stage),
+        (Decision::Confirm, Some(Stage::Flow))
+    );
+    assert_eq!(session.pending().map(|c| c.tool.as_str()), Some("save"));
+    drop(auditor);
+    let digest = request_digest(&request, &intent);
+    let records: Vec<Value> = lines(log).into_iter().map(bare).collect();
+    assert_eq!(
+        records,
+        [
+            json!({"time": TIME, "policy": "flow-demo", "policy_version": 1, "generation": 1,
+                   "request": digest, "op": "call", "tool": "get_webpage", "decision": "allow",
+                   "stage": null, "source": "flow.warden:6:1", "enforcement": "enforce"}),
+            json!({"time": TIME, "policy": "flow-demo", "policy_version": 1, "generation": 1,
+                   "request": digest, "op": "call", "tool": "save", "decision": "confirm",
+                   "stage": "flow", "source": "flow.warden:8:19", "enforcement": "enforce"}),
+        ]
+    );
+}
+
+#[test]
+fn advisory_lets_a_held_call_run_in_the_session() {
+    let p = flow_policy();
+    let intent = p.classify("");
+    let request = Request::new("m");
+    let mut session = Session::with_labels(&p, &["untrusted"], "test").unwrap();
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Advisory).with_clock(FixedClock(TIME.into()));
+    let v = auditor
+        .check_call_session(&p, 1, &request, &intent, &mut session, "save", &json!({}))
+        .unwrap();
+    assert_eq!(
+        (v.decision, v.would_be),
+        (Decision::Allow, Some(Decision::Confirm))
+    );
+    // The call ran: no hold kept, the turn counts it.
+    assert_eq!(session.pending(), None);
+    assert_eq!(session.turn_state().transactional_calls, 1);
+    drop(auditor);
+    let records = lines(log);
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (
+            &records[0]["decision"],
+            &records[0]["would_be"],
+            &records[0]["overridden"]
+        ),
+        (&json!("allow"), &json!("confirm"), &json!(true))
+    );
+}
+
+#[test]
+fn declassify_is_logged_and_an_error_changes_nothing() {
+    let p = flow_policy();
+    let intent = p.classify("");
+    let request = Request::new("m");
+    let mut session = Session::new();
+    let mut log = Vec::new();
+    let mut auditor =
+        Auditor::new(&mut log, Enforcement::Enforce).with_clock(FixedClock(TIME.into()));
+    auditor
+        .check_call_session(
+            &p,
+            1,
+            &request,
+            &intent,
+            &mut session,
+            "get_webpage",
+            &json!({}),
+        )
+        .unwrap();
+    // Declared but not on the session: nothing happens, nothing is written.
+    assert_eq!(
+        auditor.declassify(&p, 1, &mut session, "private").unwrap(),
+        None
+    );
+    // Not declared: refused.
+    let err = auditor
+        .declassify(&p, 1, &mut session, "tainted")
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the session holds label `tainted`, which the policy does not declare; it declares `untrusted`, `private`"
+    );
+    let source = auditor
+        .declassify(&p, 1, &mut session, "untrusted")
+        .unwrap()
+        .expect("the label was on the session");
+    assert_eq!((source.tool.as_str(), source.turn), ("get_webpage", 1));
+    assert!(!session.has_label("untrusted"));
+    // Without the label, `save` is allowed again.
+    let v = auditor
+        .check_call_session(&p, 1, &request, &intent, &mut session, "save", &json!({}))
+        .unwrap();
+    assert_eq!(v.decision, Decision::Allow);
+    drop(auditor);
+    let records: Vec<Value> = lines(log).into_iter().map(bare).collect();
+    assert_eq!(records.len(), 3);
+    assert_eq!(
+        records[1],
+        json!({"time": TIME, "policy": "flow-demo", "policy_version": 1, "generation": 1,
+               "op": "declassify", "label": "untrusted",
+               "from": {"tool": "get_webpage", "turn": 1}, "enforcement": "enforce"})
+    );
+
+    // A session of another policy is refused; a failing log keeps the label.
+    let other = Policy::parse(
+        &FLOW_POLICY.replace("version 1", "version 2"),
+        "flow.warden",
+    )
+    .expect("loads");
+    let mut log = Vec::new();
+    let mut auditor = Auditor::new(&mut log, Enforcement::Enforce);
+    let mut tainted = Session::with_labels(&p, &["untrusted"], "test").unwrap();
+    assert!(matches!(
+        auditor.declassify(&other, 1, &mut tainted, "untrusted"),
+        Err(AuditError::Request(_))
+    ));
+    assert!(tainted.has_label("untrusted"));
+    struct Broken;
+    impl std::io::Write for Broken {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::other("disk full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut broken = Auditor::new(Broken, Enforcement::Enforce);
+    assert!(matches!(
+        broken.declassify(&p, 1, &mut tainted, "untrusted"),
+        Err(AuditError::Write(_))
+    ));
+    assert!(tainted.has_label("untrusted"));
+    let before = tainted.clone();
+    assert!(matches!(
+        broken.check_call_session(&p, 1, &request, &intent, &mut tainted, "save", &json!({})),
+        Err(AuditError::Write(_))
+    ));
+    assert_eq!(tainted, before);
 }

@@ -1,6 +1,7 @@
 //! `guard --session FILE` and `explain --labels` / `--session`: the session file is created,
 //! carries the labels of allowed calls, is refused when it does not fit the policy (and left
-//! unchanged), and explain shows stage `flow`.
+//! unchanged), writes the audit log, takes a label off with `--declassify`, and explain shows
+//! stage `flow`.
 
 use std::process::{Command, Output};
 
@@ -178,4 +179,125 @@ fn explain_shows_the_flow_stage_for_labels() {
         stderr,
         "error: `--labels`: the session holds label `tainted`, which the policy does not declare; it declares `untrusted`\n"
     );
+}
+
+/// `toolwarden guard -p s.warden --session session.json` with `extra` flags; (code, stdout,
+/// stderr).
+fn guard_with(dir: &Scratch, extra: &[&str]) -> (i32, String, String) {
+    let out = toolwarden()
+        .arg("guard")
+        .arg("-p")
+        .arg(dir.path("s.warden"))
+        .arg("--session")
+        .arg(dir.path("session.json"))
+        .args(extra)
+        .output()
+        .expect("the binary runs");
+    outcome(&out)
+}
+
+/// The audit log's records, each without `decision_id`, `policy_sha256` and `request`.
+fn audit_records(dir: &Scratch) -> Vec<Value> {
+    std::fs::read_to_string(dir.path("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let o = v.as_object_mut().unwrap();
+            for k in ["decision_id", "policy_sha256", "request", "time"] {
+                o.remove(k);
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn guard_with_a_session_writes_the_audit_log_and_declassify_is_recorded() {
+    let dir = Scratch::new("flow_audit");
+    std::fs::write(dir.path("s.warden"), POLICY).unwrap();
+    let audit = dir.path("audit.jsonl");
+    let audit = audit.to_str().unwrap();
+    let (code, _, stderr) = guard_with(&dir, &["--tool", "get_webpage", "--audit", audit]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, _) = guard_with(&dir, &["--tool", "run_shell", "--audit", audit, "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        (&v["decision"], &v["metadata"]["stage"]),
+        (&Value::from("deny"), &Value::from("flow"))
+    );
+
+    let (code, stdout, stderr) = guard_with(&dir, &["--declassify", "untrusted", "--audit", audit]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_eq!(
+        stdout,
+        "declassified: untrusted (from get_webpage in turn 1)\n\
+         session:      turn 1, 0 transactional calls, labels: none\n"
+    );
+    // The label is gone from the file: run_shell is allowed again.
+    let (_, stdout, _) = guard_with(&dir, &["--tool", "run_shell", "--audit", audit, "--json"]);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["decision"], "allow");
+    // Declassifying a label that is not on the session changes nothing and logs nothing.
+    let (code, stdout, _) = guard_with(&dir, &["--declassify", "untrusted", "--audit", audit]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "declassified: nothing: untrusted is not on the session\n\
+         session:      turn 1, 1 transactional call, labels: none\n"
+    );
+
+    let at = |lc: &str| Value::from(format!("{}:{lc}", dir.path("s.warden").display()));
+    let base = |tool: &str, decision: &str, stage: Value, source: Value| {
+        serde_json::json!({"policy": "s", "policy_version": 1, "generation": 1, "op": "call",
+            "tool": tool, "decision": decision, "stage": stage, "source": source,
+            "enforcement": "enforce"})
+    };
+    assert_eq!(
+        audit_records(&dir),
+        [
+            base("get_webpage", "allow", Value::Null, at("7:1")),
+            base("run_shell", "deny", "flow".into(), at("12:3")),
+            serde_json::json!({"policy": "s", "policy_version": 1, "generation": 1,
+                "op": "declassify", "label": "untrusted",
+                "from": {"tool": "get_webpage", "turn": 1}, "enforcement": "enforce"}),
+            base("run_shell", "allow", Value::Null, at("9:1")),
+        ]
+    );
+}
+
+#[test]
+fn declassify_refuses_an_undeclared_label_and_a_missing_session() {
+    let dir = Scratch::new("flow_declassify");
+    std::fs::write(dir.path("s.warden"), POLICY).unwrap();
+    let (code, _, stderr) = guard_with(&dir, &["--declassify", "untrusted"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: `--declassify untrusted`: session file `{}` does not exist\n",
+            dir.path("session.json").display()
+        )
+    );
+    guard_with(&dir, &["--tool", "get_webpage"]);
+    let (code, _, stderr) = guard_with(&dir, &["--declassify", "tainted"]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "error: `--declassify tainted`: the policy declares no label `tainted`; it declares `untrusted`\n"
+    );
+    let (code, stdout, _) = guard_with(&dir, &["--declassify", "untrusted", "--json"]);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["declassified"], true);
+    assert_eq!(
+        v["from"],
+        serde_json::json!({"tool": "get_webpage", "turn": 1})
+    );
+    assert_eq!(v["session"]["labels"], serde_json::json!([]));
+    // `--declassify` judges no call: it does not go with `--tool`.
+    let (code, _, stderr) = guard_with(&dir, &["--declassify", "untrusted", "--tool", "save"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

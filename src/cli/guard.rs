@@ -15,13 +15,15 @@ type CmdResult = Result<i32, String>;
 
 /// The call-specific flags of `guard`.
 pub(crate) struct CallArgs {
-    pub tool: String,
+    /// `None` only with `declassify`.
+    pub tool: Option<String>,
     pub args: String,
     pub args_file: Option<PathBuf>,
     pub pending: Option<PathBuf>,
     pub turn: Option<PathBuf>,
     pub new_turn: bool,
     pub session: Option<PathBuf>,
+    pub declassify: Option<String>,
     pub legacy: Option<PathBuf>,
 }
 
@@ -214,13 +216,20 @@ pub(crate) fn guard(
         return Err("`--new-turn` needs `--turn FILE` or `--session FILE`: the state whose turn starts again".to_string());
     }
     let policy = load_any(&req.policy, call.legacy.as_deref())?;
+    if let (Some(label), Some(path)) = (&call.declassify, &call.session) {
+        return guard_declassify(&policy, label, path, json, log);
+    }
+    let Some(tool) = call.tool.as_deref() else {
+        return Err(
+            "`guard` needs `--tool NAME` (or `--declassify LABEL` with `--session`)".to_string(),
+        );
+    };
     let (request, intent) = request_of(&policy, req)?;
     let args = read_call_args(call)?;
     if let Some(path) = &call.session {
-        if log.audit.is_some() {
-            return Err("`--session` does not write the audit log yet; use `--turn` and `--pending` with `--audit`".to_string());
-        }
-        return guard_session(&policy, &request, &intent, call, &args, path, json);
+        return guard_session(
+            &policy, &request, &intent, tool, call, &args, path, json, log,
+        );
     }
     // One run at a time per state file, from reading it to writing it back: parallel runs see
     // each other's counts and pending calls, so the turn limit holds across processes.
@@ -280,7 +289,7 @@ pub(crate) fn guard(
             &request,
             &intent,
             &mut turn,
-            &call.tool,
+            tool,
             &args,
             judged_pending,
         ),
@@ -290,29 +299,15 @@ pub(crate) fn guard(
             &request,
             &intent,
             &mut turn,
-            &call.tool,
+            tool,
             &args,
             judged_pending,
         ),
         (None, true) => policy
-            .check_call_strict(
-                &request,
-                &intent,
-                &mut turn,
-                &call.tool,
-                &args,
-                judged_pending,
-            )
+            .check_call_strict(&request, &intent, &mut turn, tool, &args, judged_pending)
             .map_err(Into::into),
         (None, false) => policy
-            .check_call_with(
-                &request,
-                &intent,
-                &mut turn,
-                &call.tool,
-                &args,
-                judged_pending,
-            )
+            .check_call_with(&request, &intent, &mut turn, tool, &args, judged_pending)
             .map_err(Into::into),
     }
     .map_err(|e: toolwarden::audit::AuditError| e.to_string())?;
@@ -425,25 +420,22 @@ pub(crate) fn guard(
 /// does not exist), the session written back atomically. As with `--turn` and `--pending`, a
 /// call held in this turn is confirmed only in a later one, and another call does not replace
 /// it in the same turn.
+#[allow(clippy::too_many_arguments)]
 fn guard_session(
     policy: &Policy,
     request: &toolwarden::Request,
     intent: &toolwarden::Intent,
+    tool: &str,
     call: &CallArgs,
     args: &Value,
     path: &Path,
     json: bool,
+    log: &super::AuditArgs,
 ) -> CmdResult {
     let _locks = lock_state(&[path])?;
     // A missing file is a new session, in its first turn (`--new-turn` or not).
-    let mut session = match read_state(path, "session")? {
-        Some(text) => {
-            let mut s = Session::from_json(&text, policy).map_err(|e| {
-                format!(
-                    "session file `{}` is refused ({e}); delete it to start a new session",
-                    path.display()
-                )
-            })?;
+    let mut session = match read_session(policy, path)? {
+        Some(mut s) => {
             if call.new_turn {
                 s.next_turn();
             }
@@ -458,9 +450,14 @@ fn guard_session(
     if unanswered {
         session.take_pending();
     }
-    let mut verdict = policy
-        .check_call_session(request, intent, &mut session, &call.tool, args)
-        .map_err(|e| e.to_string())?;
+    let mut verdict = match super::commands::auditor(log)? {
+        Some(mut a) => a
+            .check_call_session(policy, 1, request, intent, &mut session, tool, args)
+            .map_err(|e| e.to_string())?,
+        None => policy
+            .check_call_session(request, intent, &mut session, tool, args)
+            .map_err(|e| e.to_string())?,
+    };
     let mut notes = Vec::new();
     if unanswered {
         if let Some((p, t)) = held.clone() {
@@ -536,32 +533,114 @@ fn guard_session(
             ),
         );
     }
+    show("session:  ", &session_line(&session));
+    for n in notes {
+        show("note:     ", &n);
+    }
+    Ok(0)
+}
+
+/// Reads the session file at `path` for `policy`: `Ok(None)` when it does not exist.
+fn read_session(policy: &Policy, path: &Path) -> Result<Option<Session>, String> {
+    match read_state(path, "session")? {
+        Some(text) => Session::from_json(&text, policy).map(Some).map_err(|e| {
+            format!(
+                "session file `{}` is refused ({e}); delete it to start a new session",
+                path.display()
+            )
+        }),
+        None => Ok(None),
+    }
+}
+
+/// The session's state in one line: turn, transactional calls, labels with their sources.
+fn session_line(session: &Session) -> String {
     let labels: Vec<String> = session
         .labels()
         .iter()
         .map(|l| format!("{} (from {} in turn {})", l.label, l.tool, l.turn))
         .collect();
-    show(
-        "session:  ",
-        &format!(
-            "turn {}, {} transactional call{}, labels: {}",
-            session.turn(),
-            session.turn_state().transactional_calls,
-            if session.turn_state().transactional_calls == 1 {
-                ""
-            } else {
-                "s"
-            },
-            if labels.is_empty() {
+    format!(
+        "turn {}, {} transactional call{}, labels: {}",
+        session.turn(),
+        session.turn_state().transactional_calls,
+        if session.turn_state().transactional_calls == 1 {
+            ""
+        } else {
+            "s"
+        },
+        if labels.is_empty() {
+            "none".to_string()
+        } else {
+            labels.join(", ")
+        }
+    )
+}
+
+/// `guard --session FILE --declassify LABEL`: takes the label off the session in FILE (the
+/// user's explicit reset) and writes the file back; with `--audit` the log records it first.
+/// A label the policy does not declare, a missing file and a refused session are errors; a
+/// declared label that is not on the session changes nothing (exit 0, and the output says so).
+fn guard_declassify(
+    policy: &Policy,
+    label: &str,
+    path: &Path,
+    json: bool,
+    log: &super::AuditArgs,
+) -> CmdResult {
+    if !policy.labels().any(|l| l == label) {
+        let known: Vec<String> = policy.labels().map(|l| format!("`{l}`")).collect();
+        return Err(format!(
+            "`--declassify {label}`: the policy declares no label `{label}`; it declares {}",
+            if known.is_empty() {
                 "none".to_string()
             } else {
-                labels.join(", ")
+                known.join(", ")
             }
-        ),
-    );
-    for n in notes {
-        show("note:     ", &n);
+        ));
     }
+    let _locks = lock_state(&[path])?;
+    let Some(mut session) = read_session(policy, path)? else {
+        return Err(format!(
+            "`--declassify {label}`: session file `{}` does not exist",
+            path.display()
+        ));
+    };
+    let removed = match super::commands::auditor(log)? {
+        Some(mut a) => a
+            .declassify(policy, 1, &mut session, label)
+            .map_err(|e| e.to_string())?,
+        None => session.declassify(label),
+    };
+    if removed.is_some() {
+        write_state(path, &session.to_json(), "session")?;
+    }
+    if json {
+        let v = serde_json::json!({
+            "declassified": removed.is_some(),
+            "label": label,
+            "from": removed.as_ref().map(|s| serde_json::json!({"tool": s.tool, "turn": s.turn})),
+            "session": {
+                "turn": session.turn(),
+                "transactional_calls": session.turn_state().transactional_calls,
+                "labels": session.labels(),
+            },
+        });
+        println!("{}", pretty(&v));
+        return Ok(0);
+    }
+    let show = |label: &str, text: &str| println!("{label}{}", escape(text));
+    match &removed {
+        Some(s) => show(
+            "declassified: ",
+            &format!("{label} (from {} in turn {})", s.tool, s.turn),
+        ),
+        None => show(
+            "declassified: ",
+            &format!("nothing: {label} is not on the session"),
+        ),
+    }
+    show("session:      ", &session_line(&session));
     Ok(0)
 }
 

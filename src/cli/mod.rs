@@ -89,9 +89,9 @@ enum Command {
     Guard {
         #[command(flatten)]
         req: RequestArgs,
-        /// The tool called.
-        #[arg(long)]
-        tool: String,
+        /// The tool called (needed unless `--declassify` is given).
+        #[arg(long, required_unless_present = "declassify")]
+        tool: Option<String>,
         /// The call's arguments, a JSON object (duplicated keys are rejected; at most 1 MiB and
         /// 64 levels deep); `-` reads them from standard input.
         #[arg(long, default_value = "{}", conflicts_with = "args_file")]
@@ -125,6 +125,11 @@ enum Command {
         /// starts a new turn (the labels stay). Locked (FILE.lock) for the whole run.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["pending", "turn"])]
         session: Option<PathBuf>,
+        /// Take flow label LABEL off the session in `--session FILE` (the user's explicit
+        /// reset), instead of judging a call; with `--audit`, the log records it. Needs
+        /// `--session`.
+        #[arg(long, value_name = "LABEL", requires = "session", conflicts_with_all = ["tool", "args_file", "new_turn"])]
+        declassify: Option<String>,
         /// With a `tool_policies.yaml` as `-p`: the legacy tools.yaml catalog.
         #[arg(long, value_name = "TOOLS_YAML")]
         legacy: Option<PathBuf>,
@@ -424,6 +429,7 @@ pub fn run() -> i32 {
             turn,
             new_turn,
             session,
+            declassify,
             legacy,
             json,
             log,
@@ -437,6 +443,7 @@ pub fn run() -> i32 {
                 turn,
                 new_turn,
                 session,
+                declassify,
                 legacy,
             },
             json,

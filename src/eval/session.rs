@@ -230,6 +230,12 @@ impl Session {
         }
     }
 
+    /// Sets the current turn's count of transactional calls (the audit log's advisory
+    /// enforcement counts a call it lets through).
+    pub(crate) fn set_turn_state(&mut self, turn: Turn) {
+        self.transactional_calls = turn.transactional_calls;
+    }
+
     /// The call awaiting the user's confirmation, if any.
     pub fn pending(&self) -> Option<&PendingCall> {
         self.pending.as_ref()

@@ -380,6 +380,18 @@ impl Diagnostic {
     }
 }
 
+/// The tool name of an object `offer` shows: a name (`str`) or a schema dict (OpenAI's
+/// `function.name`, else `name`).
+fn offered_name(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = obj.downcast::<PyString>() {
+        return Ok(borrow_str(s)?.to_string());
+    }
+    let schema = schema_keys(obj, "tools")?;
+    toolwarden::schema_name(&schema)
+        .map(str::to_string)
+        .map_err(|e| PyValueError::new_err(format!("tools: {e}")))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Request, Intent, Turn, PendingCall
 // ---------------------------------------------------------------------------------------------
@@ -401,7 +413,8 @@ struct Request {
 #[pymethods]
 impl Request {
     #[new]
-    #[pyo3(signature = (*, mode=None, roles=None, permissions=None, tenant=None, connectors=None, forced=None))]
+    #[pyo3(signature = (*, mode=None, roles=None, permissions=None, tenant=None, connectors=None, forced=None, context=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         mode: Option<&Bound<'_, PyAny>>,
         roles: Option<&Bound<'_, PyAny>>,
@@ -409,6 +422,7 @@ impl Request {
         tenant: Option<&Bound<'_, PyAny>>,
         connectors: Option<&Bound<'_, PyAny>>,
         forced: Option<&Bound<'_, PyAny>>,
+        context: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Request> {
         let mut r = match mode {
             Some(m) if !m.is_none() => toolwarden::Request::new(extract_str(m, "mode")?),
@@ -439,6 +453,16 @@ impl Request {
         if let Some(v) = forced.filter(|v| !v.is_none()) {
             r = r.forced(extract_str_list(v, "forced")?);
         }
+        if let Some(v) = context.filter(|v| !v.is_none()) {
+            let d = v
+                .downcast::<PyDict>()
+                .map_err(|_| type_error("context", "a dict of set name -> list of str", v))?;
+            for (name, values) in d.iter() {
+                let name = extract_str(&name, "context keys")?;
+                let values = extract_str_list(&values, &format!("context[{name:?}]"))?;
+                r = r.context(name, values);
+            }
+        }
         Ok(Request { inner: r })
     }
 
@@ -446,6 +470,12 @@ impl Request {
     #[getter]
     fn mode(&self) -> Option<&str> {
         self.inner.mode()
+    }
+
+    /// The names of the `context` sets the request supplies, in the order given.
+    #[getter]
+    fn context_names(&self) -> Vec<String> {
+        self.inner.context_names().map(str::to_string).collect()
     }
 
     /// The roles as given.
@@ -1490,7 +1520,11 @@ impl Policy {
     /// classifying `query`; with neither, the policy's fallback intent. Raises `RequestError`
     /// for a mode, tier or intent the policy does not declare, `ValueError` for a schema
     /// without a name, `TypeError` for a wrong type.
-    #[pyo3(signature = (request, tools, query=None, intent=None))]
+    ///
+    /// With `session` (a `Session`, not changed), the offer is that of the session's flow
+    /// labels: a tool whose effect an `after` block denies is hidden (one it makes `confirm`
+    /// is still shown). Raises `RequestError` for a session of another policy or version.
+    #[pyo3(signature = (request, tools, query=None, intent=None, *, session=None))]
     fn offer<'py>(
         &self,
         py: Python<'py>,
@@ -1498,8 +1532,42 @@ impl Policy {
         tools: &Bound<'py, PyAny>,
         query: Option<&Bound<'py, PyAny>>,
         intent: Option<&Bound<'py, PyAny>>,
+        session: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let source = IntentSource::from_args(query, intent)?;
+        if let Some(s) = session.filter(|s| !s.is_none()) {
+            let s = s
+                .downcast::<Session>()
+                .map_err(|_| type_error("session", "a Session", s))?;
+            let shown = self.offer(py, request, tools, query, intent, None)?;
+            let mut names: Vec<String> = Vec::with_capacity(shown.len());
+            for obj in shown.iter() {
+                names.push(offered_name(&obj)?);
+            }
+            let policy = &self.inner;
+            let req = &request.get().inner;
+            let session = s.get().lock().clone();
+            let keep: Vec<bool> = py
+                .allow_threads(|| {
+                    let intent = source.resolve(policy);
+                    policy
+                        .offer_session(req, &intent, &session, names.iter().map(String::as_str))
+                        .map(|o| {
+                            o.entries()
+                                .iter()
+                                .map(|(_, d)| d.decision != toolwarden::Decision::Deny)
+                                .collect()
+                        })
+                })
+                .map_err(request_error)?;
+            let kept: Vec<Bound<'py, PyAny>> = shown
+                .iter()
+                .zip(keep)
+                .filter(|(_, k)| *k)
+                .map(|(o, _)| o)
+                .collect();
+            return PyList::new(py, kept);
+        }
         if let Ok(set) = tools.downcast::<ToolSet>() {
             let set = set.get();
             let request = &request.get().inner;

@@ -105,9 +105,13 @@ class Request:
         tenant: Optional[str] = None,
         connectors: Optional[Dict[str, Optional[Sequence[str]]]] = None,
         forced: Optional[Sequence[str]] = None,
+        context: Optional[Dict[str, Sequence[str]]] = None,
     ) -> Request: ...
     @property
     def mode(self) -> Optional[str]: ...
+    @property
+    def context_names(self) -> List[str]:
+        """The names of the ``context`` sets the request supplies, in the order given."""
     @property
     def roles(self) -> List[str]: ...
     @property
@@ -162,7 +166,8 @@ class Turn:
 class Session:
     """What one agent session has seen: its flow labels (with the tool, turn and time that put
     each there), the turn's transactional calls and the call awaiting confirmation. Pass it as
-    ``check_call(..., session=...)``; it pickles through ``to_json()``."""
+    ``check_call(..., session=...)`` and ``offer(..., session=...)``; it pickles through
+    ``to_json()``."""
 
     labels: List[Dict[str, Any]]
     turn: int
@@ -322,8 +327,13 @@ class Policy:
         tools: Union[Sequence[_Tool], ToolSet],
         query: Optional[str] = None,
         intent: _IntentArg = None,
+        *,
+        session: Optional[Session] = None,
     ) -> List[Any]:
         """The visible tools (allow or confirm), in input order, as the very objects given.
+
+        With ``session`` (not changed), a tool whose effect an ``after`` block denies under the
+        session's labels is hidden.
 
         Raises ``RequestError``, ``ValueError`` (a schema without a name), ``TypeError``."""
     def explain(
