@@ -1186,8 +1186,12 @@ fn a_tainting_call_puts_its_label_on_its_session_only_and_later_writes_need_conf
     assert_eq!(sc["decision"], "confirm", "{r}");
     assert_eq!(sc["metadata"]["stage"], "flow", "{r}");
     let text = r["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("untrusted"), "{text}");
-    assert!(text.contains("mcp__a__get_doc in turn 1"), "{text}");
+    assert!(
+        text.contains(
+            "(the session read untrusted content from mcp__a__get_doc in turn 1, and `after untrusted` confirms effect `write`) (stage flow, rule at "
+        ),
+        "{text}"
+    );
     // The listing marks it: the confirmation field is declared.
     assert_eq!(
         touch_schema(&mut s)["inputSchema"]["properties"]["confirmed"]["type"],
