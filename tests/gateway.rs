@@ -1221,3 +1221,45 @@ fn a_tainting_call_puts_its_label_on_its_session_only_and_later_writes_need_conf
     assert_eq!(flow.len(), 1, "{audit}");
     assert_eq!(flow[0]["decision"], "confirm");
 }
+
+#[test]
+fn the_decision_api_judges_a_session_with_its_labels_and_an_allowed_call_adds_them() {
+    let g = start(with_flow);
+    let open = || {
+        post(g.port, "/v1/sessions", &[], b"{}").json()["session"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (id, fresh) = (open(), open());
+    let check = |session: Option<&str>, name: &str| {
+        let mut body = json!({"call": {"name": name, "arguments": {}}});
+        if let Some(s) = session {
+            body["session"] = Value::from(s);
+        }
+        let r = post(g.port, "/v1/check_call", &[], body.to_string().as_bytes());
+        assert_eq!(r.status, 200, "{r:?}");
+        let j = r.json();
+        (
+            j["decision"].as_str().unwrap().to_string(),
+            j["metadata"]["stage"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let flow = ("confirm".to_string(), "flow".to_string());
+    assert_eq!(check(Some(&id), "mcp__a__get_doc").0, "allow");
+    assert_eq!(check(Some(&id), "mcp__a__touch"), flow);
+    // The label is the session's for /mcp too.
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {},
+               "_meta": {"toolwarden/session": id}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"], "flow",
+        "{r}"
+    );
+    // Without a session, or in another one, no label applies.
+    assert_eq!(check(None, "mcp__a__touch").0, "allow");
+    assert_eq!(check(Some(&fresh), "mcp__a__touch").0, "allow");
+}

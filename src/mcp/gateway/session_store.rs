@@ -644,6 +644,43 @@ mod tests {
     }
 
     #[test]
+    fn labels_added_by_racing_changes_are_never_lost() {
+        let s = MemoryStore::new(10, 10, Duration::from_secs(60));
+        let k = block(s.open("ann", None)).unwrap();
+        // 8 threads, each adding its own label the way the gateway does: read the labels,
+        // then change on that version, again while the version moved meanwhile.
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let (s, k) = (&s, &k);
+                scope.spawn(move || {
+                    let label = [format!("l{i}")];
+                    loop {
+                        let read = block(s.labels(k)).unwrap();
+                        let change = SessionChange {
+                            labels_read: Some(read.version),
+                            taints: &label,
+                            tool: "t",
+                            ..count(100)
+                        };
+                        match block(s.change(k, change)).unwrap() {
+                            Changed::Applied => break,
+                            Changed::LabelsChanged(_) => continue,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                });
+            }
+        });
+        let now = block(s.labels(&k)).unwrap();
+        let mut names: Vec<&str> = now.labels.iter().map(|l| l.label.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"]);
+        assert_eq!(now.version, 8);
+        // Each change counted once: 8 calls in the turn, none lost, none twice.
+        assert_eq!(block(s.change(&k, count(8))), Ok(Changed::TurnFull(8)));
+    }
+
+    #[test]
     fn a_different_query_begins_a_new_turn_and_no_query_keeps_the_turn() {
         let mut st = SessionState::default();
         st.enter(Some("pay invoice 7"));
