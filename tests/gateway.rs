@@ -1141,3 +1141,125 @@ fn a_principal_ends_its_own_decision_api_sessions_and_no_one_elses() {
     assert_eq!(r.status, 404);
     assert_eq!(open().status, 200);
 }
+
+/// The configuration of `config` with the flow policy (tests/fixtures/gateway/flow.warden).
+fn with_flow(dir: &std::path::Path) -> String {
+    config(dir, "").replace(
+        &format!("{:?}", fixture("gateway.warden").display().to_string()),
+        &format!("{:?}", fixture("flow.warden").display().to_string()),
+    )
+}
+
+#[test]
+fn a_tainting_call_puts_its_label_on_its_session_only_and_later_writes_need_confirmation() {
+    let g = start(with_flow);
+    let mut s = Session::open(g.port, None).unwrap();
+    let mut other = Session::open(g.port, None).unwrap();
+    let touch_schema = |s: &mut Session| {
+        let r = s.request("tools/list", json!({}));
+        let mut all: Vec<Value> = r["result"]["tools"].as_array().unwrap().clone();
+        if let Some(c) = r["result"]["nextCursor"].as_str() {
+            let r = s.request("tools/list", json!({"cursor": c}));
+            all.extend(r["result"]["tools"].as_array().unwrap().iter().cloned());
+        }
+        all.into_iter()
+            .find(|t| t["name"] == "mcp__a__touch")
+            .unwrap()
+    };
+    // Before any label, a write is allowed and listed without a confirmation field (the
+    // policy allows two writes per turn: this one and the confirmed one below).
+    assert_eq!(
+        touch_schema(&mut s)["inputSchema"]["properties"]["confirmed"],
+        Value::Null
+    );
+    let r = s.call("mcp__a__touch", json!({"x": 1}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    // `b`'s get_doc taints nothing; `a`'s puts `untrusted` on the session.
+    let r = s.call("mcp__b__get_doc", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["server"], "b", "{r}");
+    let r = s.call("mcp__a__get_doc", json!({}));
+    assert_eq!(r["result"]["structuredContent"]["server"], "a", "{r}");
+    // Now a write is held for the user at stage flow, naming the label and the call.
+    let r = s.call("mcp__a__touch", json!({"x": 3}));
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(sc["decision"], "confirm", "{r}");
+    assert_eq!(sc["metadata"]["stage"], "flow", "{r}");
+    let text = r["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(
+            "(the session read untrusted content from mcp__a__get_doc in turn 1, and `after untrusted` confirms effect `write`) (stage flow, rule at "
+        ),
+        "{text}"
+    );
+    // The listing marks it: the confirmation field is declared.
+    assert_eq!(
+        touch_schema(&mut s)["inputSchema"]["properties"]["confirmed"]["type"],
+        "boolean"
+    );
+    // Confirmed with the digest-bound field, it runs.
+    let r = s.call("mcp__a__touch", json!({"x": 3, "confirmed": true}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    // The other session holds no label: the same write is allowed and listed plainly.
+    assert_eq!(
+        touch_schema(&mut other)["inputSchema"]["properties"]["confirmed"],
+        Value::Null
+    );
+    let r = other.call("mcp__a__touch", json!({"x": 4}));
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    assert_eq!(
+        calls_received(g.dir.path()),
+        ["touch", "get_doc", "touch", "touch"]
+    );
+    // The audit log names stage flow for the held call.
+    let audit = std::fs::read_to_string(g.dir.path().join("audit.jsonl")).unwrap();
+    let flow: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|r| r["stage"] == "flow")
+        .collect();
+    assert_eq!(flow.len(), 1, "{audit}");
+    assert_eq!(flow[0]["decision"], "confirm");
+}
+
+#[test]
+fn the_decision_api_judges_a_session_with_its_labels_and_an_allowed_call_adds_them() {
+    let g = start(with_flow);
+    let open = || {
+        post(g.port, "/v1/sessions", &[], b"{}").json()["session"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (id, fresh) = (open(), open());
+    let check = |session: Option<&str>, name: &str| {
+        let mut body = json!({"call": {"name": name, "arguments": {}}});
+        if let Some(s) = session {
+            body["session"] = Value::from(s);
+        }
+        let r = post(g.port, "/v1/check_call", &[], body.to_string().as_bytes());
+        assert_eq!(r.status, 200, "{r:?}");
+        let j = r.json();
+        (
+            j["decision"].as_str().unwrap().to_string(),
+            j["metadata"]["stage"].as_str().unwrap_or("").to_string(),
+        )
+    };
+    let flow = ("confirm".to_string(), "flow".to_string());
+    assert_eq!(check(Some(&id), "mcp__a__get_doc").0, "allow");
+    assert_eq!(check(Some(&id), "mcp__a__touch"), flow);
+    // The label is the session's for /mcp too.
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.request(
+        "tools/call",
+        json!({"name": "mcp__a__touch", "arguments": {},
+               "_meta": {"toolwarden/session": id}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["metadata"]["stage"], "flow",
+        "{r}"
+    );
+    // Without a session, or in another one, no label applies.
+    assert_eq!(check(None, "mcp__a__touch").0, "allow");
+    assert_eq!(check(Some(&fresh), "mcp__a__touch").0, "allow");
+}

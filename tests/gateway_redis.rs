@@ -1,7 +1,8 @@
 //! Two gateway processes sharing their session state in a real Redis (`[state] redis`): one
 //! session whose requests alternate between them, a confirmation held on one and accepted on
 //! the other, a turn limit that holds across both under concurrent calls, and Redis stopped
-//! and started again mid-session (calls fail closed, then service resumes).
+//! and started again mid-session (calls fail closed, then service resumes); a flow label put
+//! on a session through one gateway and judged through the other.
 //!
 //! Needs `TOOLWARDEN_REDIS_SERVER` (the path of a `redis-server`, Debian's package): ignored by
 //! a plain `cargo test`; .ci/run installs it and runs this with `--include-ignored`, where a
@@ -284,4 +285,121 @@ fn two_gateways_share_one_session_in_redis_and_fail_closed_while_it_is_down() {
         "{}",
         text(&r)
     );
+}
+
+#[test]
+#[ignore = "needs TOOLWARDEN_REDIS_SERVER, a redis-server (.ci/run installs Debian's)"]
+fn a_label_put_on_a_session_through_one_gateway_is_judged_through_the_other() {
+    use toolwarden::mcp::gateway::{Changed, RedisStore, SessionChange, SessionStore};
+    let program = std::env::var("TOOLWARDEN_REDIS_SERVER")
+        .unwrap_or_else(|_| panic!("set TOOLWARDEN_REDIS_SERVER (see .ci/run)"));
+    let data = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _redis = Redis::start(&program, port, data.path());
+    let policy = fixture("flow.warden");
+    let a = gateway(&policy, port);
+    let b = gateway(&policy, port);
+    let open = |g: &Gateway| {
+        let r = post(g.port, "/v1/sessions", &[], b"{}");
+        assert_eq!(r.status, 200, "{r:?}");
+        r.json()["session"].as_str().unwrap().to_string()
+    };
+    let (session, fresh) = (open(&a), open(&b));
+    let mut on_a = Session::open(a.port, None).unwrap();
+    let mut on_b = Session::open(b.port, None).unwrap();
+    let q = "read and save";
+    // The tainting call through A.
+    let r = call(&mut on_a, &session, "mcp__a__get_doc", json!({}), q);
+    assert_eq!(r["result"]["structuredContent"]["tool"], "get_doc", "{r}");
+    // The write through B is judged with the label: held for the user at stage flow.
+    let r = call(&mut on_b, &session, "mcp__a__touch", json!({"x": 1}), q);
+    let sc = &r["result"]["structuredContent"];
+    assert_eq!(
+        (&sc["decision"], &sc["metadata"]["stage"]),
+        (&json!("confirm"), &json!("flow")),
+        "{r}"
+    );
+    assert!(
+        text(&r).contains("mcp__a__get_doc in turn 1"),
+        "{}",
+        text(&r)
+    );
+    // B's listing of that session declares the confirmation field on the write.
+    let r = on_b.request(
+        "tools/list",
+        json!({"_meta": {"toolwarden/session": session}}),
+    );
+    let touch = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__a__touch")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        touch["inputSchema"]["properties"]["confirmed"]["type"],
+        "boolean"
+    );
+    // Another session, unlabelled, runs the same write through B.
+    let r = call(&mut on_b, &fresh, "mcp__a__touch", json!({"x": 1}), q);
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    assert_eq!(calls_received(a.dir.path()), ["get_doc"]);
+    assert_eq!(calls_received(b.dir.path()), ["touch"]);
+
+    // The store itself: a change judged on labels that changed since is refused, whole.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = RedisStore::new(
+            &format!("redis://127.0.0.1:{port}/0"),
+            100,
+            100,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let key = store.open("ann", None).await.unwrap();
+        let read = store.labels(&key).await.unwrap();
+        assert_eq!((read.version, read.labels.len()), (0, 0));
+        let untrusted = ["untrusted".to_string()];
+        let taint = SessionChange {
+            labels_read: Some(0),
+            taints: &untrusted,
+            tool: "mcp__a__get_doc",
+            ..SessionChange::default()
+        };
+        assert_eq!(store.change(&key, taint).await, Ok(Changed::Applied));
+        let stale = SessionChange {
+            labels_read: Some(0),
+            count: true,
+            limit: Some(5),
+            ..SessionChange::default()
+        };
+        assert_eq!(
+            store.change(&key, stale).await,
+            Ok(Changed::LabelsChanged(1))
+        );
+        // The same label again adds nothing: the version stays.
+        assert_eq!(
+            store.change(&key, taint).await,
+            Ok(Changed::LabelsChanged(1))
+        );
+        let again = SessionChange {
+            labels_read: Some(1),
+            tool: "mcp__b__get_doc",
+            ..taint
+        };
+        assert_eq!(store.change(&key, again).await, Ok(Changed::Applied));
+        let now = store.labels(&key).await.unwrap();
+        assert_eq!(now.version, 1);
+        let sources: Vec<(&str, &str, u32)> = now
+            .labels
+            .iter()
+            .map(|l| (l.label.as_str(), l.tool.as_str(), l.turn))
+            .collect();
+        assert_eq!(sources, [("untrusted", "mcp__a__get_doc", 1)]);
+        store.close(&key).await.unwrap();
+        assert!(store.labels(&key).await.is_err());
+    });
 }

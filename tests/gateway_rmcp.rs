@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolwarden::mcp::gateway::handler::GatewayHandler;
 use toolwarden::mcp::gateway::{
-    Changed, Gateway, GatewayConfig, Identity, MemoryStore, SessionChange, SessionKey,
+    Changed, Gateway, GatewayConfig, Identity, Labels, MemoryStore, SessionChange, SessionKey,
     SessionStore, StoreError, StoreFuture,
 };
 use toolwarden::PendingCall;
@@ -115,6 +115,9 @@ impl SessionStore for Down {
         _key: &'a SessionKey,
         _digest: &'a str,
     ) -> StoreFuture<'a, Option<PendingCall>> {
+        down()
+    }
+    fn labels<'a>(&'a self, _key: &'a SessionKey) -> StoreFuture<'a, Labels> {
         down()
     }
     fn close<'a>(&'a self, _key: &'a SessionKey) -> StoreFuture<'a, ()> {

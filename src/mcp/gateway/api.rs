@@ -14,7 +14,7 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::core::Gateway;
+use super::core::{Gateway, LABEL_RETRIES};
 use super::identity::Identity;
 use super::session_store::{Changed, SessionChange, SessionKey, StoreError};
 use crate::classify::Intent;
@@ -152,8 +152,10 @@ pub(crate) async fn offer(
 
 /// `POST /v1/check_call` `{"query" or "intent", "call": {"name", "arguments"[, "schema"]},
 /// "session"}`: the verdict as the library's JSON (`decision`, `tool`, …). With a `session`
-/// (an id of `POST /v1/sessions` for this principal; another is HTTP 404), an allowed call
-/// counts in that session's turn (a different query begins a new one). The policy's
+/// (an id of `POST /v1/sessions` for this principal; another is HTTP 404), the call is judged
+/// with that session's flow labels, and an allowed call counts in its turn (a different query
+/// begins a new one) and puts its labels on it; when the labels keep changing while it is
+/// judged, HTTP 503. The policy's
 /// confirmation fields are removed from `arguments` before judging: only the user confirms,
 /// through `/mcp`.
 pub(crate) async fn check_call(
@@ -184,38 +186,87 @@ pub(crate) async fn check_call(
             o.remove(f);
         }
     }
-    let judge = |turn: &mut crate::decision::Turn| {
+    let judge = |turn: &mut crate::decision::Turn, flow: Option<&crate::Session>| {
         policy
-            .check_call_schema(&request, &intent, turn, &schema, &args, None)
+            .check_call_schema_in(&request, &intent, turn, &schema, &args, None, flow)
             .map_err(|e| e.to_string())
     };
-    // Judged in a fresh turn; an allowed call that counts is counted by the store, which
-    // checks the turn's limit in the same step.
-    let mut turn = crate::decision::Turn::new();
-    let mut verdict = Some(judge(&mut turn));
-    if let Some(s) = &b.session {
-        let key = SessionKey::new(identity.principal(), s.as_str());
+    let Some(s) = &b.session else {
+        // Without a session: judged in a fresh turn, without labels.
+        let verdict = Some(judge(&mut crate::decision::Turn::new(), None));
+        return verdict_response(verdict, &b.call.name);
+    };
+    let key = SessionKey::new(identity.principal(), s.as_str());
+    // The labels an allowed call puts on the session (it is assumed to run): the tool's
+    // taints and, when it is open-world (`openWorldHint` true or missing), `taint openworld`.
+    let open_world = !policy.tables().annotations_tighten
+        || !matches!(
+            schema
+                .get("annotations")
+                .and_then(|a| a.get("openWorldHint")),
+            Some(Value::Bool(false))
+        );
+    let taints: Vec<String> = policy
+        .call_labels(&b.call.name, open_world)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let mut verdict = None;
+    for _ in 0..LABEL_RETRIES {
+        let labels = match g.store().labels(&key).await {
+            Ok(l) => l,
+            Err(e) => return error(store_status(&e), e.to_string()),
+        };
+        let flow = match labels.session() {
+            Ok(f) => f,
+            Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        };
+        // Judged in a fresh turn; an allowed call that counts is counted by the store, which
+        // checks the turn's limit and that the labels are still those read in the same step.
+        let mut turn = crate::decision::Turn::new();
+        let judged = judge(&mut turn, Some(&flow));
+        let allowed = matches!(&judged, Ok(v) if v.decision == crate::Decision::Allow);
         let change = SessionChange {
             query: b.query.as_deref(),
             count: turn.transactional_calls > 0,
             limit: g.turn_limit(),
+            labels_read: Some(labels.version),
+            taints: if allowed { &taints } else { &[] },
+            tool: &b.call.name,
             ..SessionChange::default()
         };
         match g.store().change(&key, change).await {
+            Ok(Changed::LabelsChanged(_)) => continue,
             Ok(Changed::TurnFull(n)) => {
-                verdict = Some(judge(&mut crate::decision::Turn {
-                    transactional_calls: n,
-                }));
+                verdict = Some(judge(
+                    &mut crate::decision::Turn {
+                        transactional_calls: n,
+                    },
+                    Some(&flow),
+                ));
             }
-            Ok(_) => {}
+            Ok(_) => verdict = Some(judged),
             Err(e) => return error(store_status(&e), e.to_string()),
         }
+        break;
     }
+    if verdict.is_none() {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the session's flow labels changed {LABEL_RETRIES} times while the call was judged; judge it again"),
+        );
+    }
+    verdict_response(verdict, &b.call.name)
+}
+
+/// The answer of `check_call`: the verdict as the library's JSON with `decision` and `tool`
+/// (`tool` named as the caller named it), or HTTP 400 with the evaluator's error.
+fn verdict_response(verdict: Option<Result<crate::Verdict, String>>, tool: &str) -> Response {
     match verdict {
         Some(Ok(v)) => {
             let mut j = v.to_json();
             j["decision"] = Value::from(v.decision.as_str());
-            j["tool"] = Value::from(b.call.name.as_str());
+            j["tool"] = Value::from(tool);
             Json(j).into_response()
         }
         Some(Err(e)) => error(StatusCode::BAD_REQUEST, e),

@@ -22,6 +22,10 @@ use crate::mcp::message::INVALID_PARAMS;
 
 /// JSON-RPC "Internal error".
 const INTERNAL_ERROR: i64 = -32603;
+
+/// How many times a call is judged again because its session's flow labels changed while it
+/// was judged, before it is refused (fail closed).
+pub const LABEL_RETRIES: usize = 8;
 use crate::mcp::record::{
     args_digest, new_decision_id, AuditSink, CallRecord, MillisClock, PolicyRef,
 };
@@ -253,6 +257,17 @@ impl Gateway {
             log(&format!("tools/list: {e}; no tool is listed"));
             return Err(e);
         }
+        let labels = match self.store.labels(session).await {
+            Ok(l) => l,
+            Err(e) => {
+                log(&format!("tools/list: {e}; no tool is listed"));
+                return Err(e);
+            }
+        };
+        let flow = labels.session().map_err(|e| {
+            log(&format!("tools/list: {e}; no tool is listed"));
+            StoreError::Unavailable(e)
+        })?;
         let intent = self.intent(query);
         // Every server's list at once, each within its own time limit: one that hangs costs
         // one `list_timeout`, not one per server.
@@ -290,7 +305,7 @@ impl Gateway {
                     continue;
                 }
             };
-            let judged = judge.judge_list(listed.tools().to_vec());
+            let judged = judge.judge_list_in(listed.tools().to_vec(), Some(&flow));
             for t in &judged.tightened {
                 let line = t.log_line();
                 if self.told_once(&format!("{name}\0{}", t.tool)) {
@@ -614,9 +629,12 @@ impl Gateway {
         }
     }
 
-    /// Judges the call in `session`'s turn and applies what it changes there (a hold taken or
-    /// made, the call counted) in one atomic [`SessionStore::change`]; when the store says the
-    /// hold is gone or the turn is full by then, judges again as it now is (a refusal).
+    /// Judges the call in `session`'s turn with the session's flow labels, and applies what
+    /// it changes there (a hold taken or made, the call counted, the labels of a call that is
+    /// forwarded added) in one atomic [`SessionStore::change`] that fails when the labels
+    /// changed since they were read: then the call is judged again with the new labels, at
+    /// most [`LABEL_RETRIES`] times, and refused past that. When the store says the hold is
+    /// gone or the turn is full by then, judges again as it now is (a refusal).
     #[allow(clippy::too_many_arguments)]
     async fn judge_call(
         &self,
@@ -629,62 +647,113 @@ impl Gateway {
         args: &Value,
     ) -> Result<CallJudgment, CallAnswer> {
         let refused = |e: &StoreError| self.session_refused(e, name);
-        // Judged in a fresh turn: the store checks the limit when it counts the call.
-        let (mut judged, mut effects) =
-            judge.judge_call_effects(&mut |_| None, &mut Turn::new(), schema, tool, args);
-        let mut held = None;
-        if let Some(digest) = effects.wanted.clone() {
-            held = self
+        let taints: Vec<String> = judge
+            .call_labels(schema, tool)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        for _ in 0..LABEL_RETRIES {
+            let labels = self.store.labels(session).await.map_err(|e| refused(&e))?;
+            let flow = labels.session().map_err(|e| {
+                let text = format!("toolwarden cannot judge `{name}`: {e}; the call is refused");
+                log(&text);
+                self.refused(&Refusal::error(&text), name)
+            })?;
+            let flow = Some(&flow);
+            // Judged in a fresh turn: the store checks the limit when it counts the call.
+            let (mut judged, mut effects) = judge.judge_call_effects_in(
+                &mut |_| None,
+                &mut Turn::new(),
+                schema,
+                tool,
+                args,
+                flow,
+            );
+            let mut held = None;
+            if let Some(digest) = effects.wanted.clone() {
+                held = self
+                    .store
+                    .held(session, &digest)
+                    .await
+                    .map_err(|e| refused(&e))?;
+                if let Some(call) = &held {
+                    (judged, effects) = judge.judge_call_effects_in(
+                        &mut |d| (d == digest).then(|| call.clone()),
+                        &mut Turn::new(),
+                        schema,
+                        tool,
+                        args,
+                        flow,
+                    );
+                }
+            }
+            let forwarded = judged.forward.is_ok();
+            let change = SessionChange {
+                query,
+                take: effects.take.as_deref(),
+                count: effects.counted,
+                limit: self.turn_limit(),
+                hold: effects.hold.as_ref(),
+                labels_read: Some(labels.version),
+                taints: if forwarded { &taints } else { &[] },
+                tool: name,
+            };
+            let again = match self
                 .store
-                .held(session, &digest)
+                .change(session, change)
                 .await
-                .map_err(|e| refused(&e))?;
-            if let Some(call) = &held {
-                (judged, effects) = judge.judge_call_effects(
-                    &mut |d| (d == digest).then(|| call.clone()),
+                .map_err(|e| refused(&e))?
+            {
+                Changed::Applied => return Ok(judged),
+                // Labels came while the call was judged: judge it with them.
+                Changed::LabelsChanged(_) => continue,
+                // Another request took the hold: the confirmation matches nothing now.
+                Changed::HoldGone => judge.judge_call_effects_in(
+                    &mut |_| None,
                     &mut Turn::new(),
                     schema,
                     tool,
                     args,
-                );
+                    flow,
+                ),
+                // The turn's limit was reached: judged in the full turn, a refusal.
+                Changed::TurnFull(n) => judge.judge_call_effects_in(
+                    &mut |d| held.as_ref().filter(|c| c.digest == d).cloned(),
+                    &mut Turn {
+                        transactional_calls: n,
+                    },
+                    schema,
+                    tool,
+                    args,
+                    flow,
+                ),
+            };
+            let (judged, effects) = again;
+            if effects.take.is_some() || effects.counted || effects.hold.is_some() {
+                // Judged again, the call still changes the session: refuse rather than retry.
+                let text = format!("toolwarden cannot judge `{name}`: the session changed while it was judged; the call is refused");
+                return Err(self.refused(&Refusal::error(&text), name));
             }
-        }
-        let change = SessionChange {
-            query,
-            take: effects.take.as_deref(),
-            count: effects.counted,
-            limit: self.turn_limit(),
-            hold: effects.hold.as_ref(),
-        };
-        let again = match self
-            .store
-            .change(session, change)
-            .await
-            .map_err(|e| refused(&e))?
-        {
-            Changed::Applied => return Ok(judged),
-            // Another request took the hold: the confirmation matches nothing now.
-            Changed::HoldGone => {
-                judge.judge_call_effects(&mut |_| None, &mut Turn::new(), schema, tool, args)
+            if judged.forward.is_ok() && !taints.is_empty() {
+                // Forwarded all the same (advisory mode): its labels are added.
+                let add = SessionChange {
+                    query,
+                    taints: &taints,
+                    tool: name,
+                    ..SessionChange::default()
+                };
+                self.store
+                    .change(session, add)
+                    .await
+                    .map_err(|e| refused(&e))?;
             }
-            // The turn's limit was reached: judged in the full turn, a refusal.
-            Changed::TurnFull(n) => judge.judge_call_effects(
-                &mut |d| held.as_ref().filter(|c| c.digest == d).cloned(),
-                &mut Turn {
-                    transactional_calls: n,
-                },
-                schema,
-                tool,
-                args,
-            ),
-        };
-        let (judged, effects) = again;
-        if effects.take.is_some() || effects.counted || effects.hold.is_some() {
-            // Judged again, the call still changes the session: refuse rather than retry.
-            let text = format!("toolwarden cannot judge `{name}`: the session changed while it was judged; the call is refused");
-            return Err(self.refused(&Refusal::error(&text), name));
+            return Ok(judged);
         }
-        Ok(judged)
+        let text = format!(
+            "toolwarden cannot judge `{name}`: the session's flow labels changed {LABEL_RETRIES} times while it was judged; the call is refused"
+        );
+        log(&text);
+        Err(self.refused(&Refusal::error(&text), name))
     }
 
     /// The answer to a call of `name` whose session the store cannot serve, a JSON-RPC error

@@ -4,7 +4,7 @@
 //!
 //! - [`config`]: the TOML configuration.
 //! - [`identity`]: bearer JWTs to roles, permissions, tenant, mode, connectors.
-//! - [`session_store`]: per-session state (pending calls, turn) behind [`SessionStore`], in
+//! - [`session_store`]: per-session state (pending calls, turn, flow labels) behind [`SessionStore`], in
 //!   memory ([`MemoryStore`]).
 //! - [`redis_store`]: the same state in Redis, shared by replicas ([`RedisStore`]).
 //! - [`upstream`]: one upstream server through the rmcp client.
@@ -36,8 +36,8 @@ pub use core::{CallAnswer, Gateway, UserAnswer, QUERY_META, SESSION_META};
 pub use identity::{Identity, Verifier};
 pub use redis_store::RedisStore;
 pub use session_store::{
-    new_session_id, Changed, MemoryStore, SessionChange, SessionKey, SessionState, SessionStore,
-    StoreError, StoreFuture,
+    new_session_id, Changed, Labels, MemoryStore, SessionChange, SessionKey, SessionState,
+    SessionStore, StoreError, StoreFuture,
 };
 
 use crate::mcp::record::{AuditSink, SyncedFile};

@@ -14,7 +14,11 @@
 //!
 //! Keys, with `S` = hex SHA-256 of the principal and `ID` the session id:
 //! - `tw:{S:ID}:s`, a hash: `turns`, `tx` (transactional calls of the turn), `q` (the query
-//!   that began the turn), `serial` (holds made);
+//!   that began the turn), `serial` (holds made), `lv` (the labels' version: how many changes
+//!   added labels);
+//! - `tw:{S:ID}:l`, a hash: flow label → `TURN TIME TOOL` (the turn, the Redis time in seconds
+//!   and the tool of the call that put it there). Labels are only added, by the change script
+//!   (`HSETNX`), which fails when `lv` is no longer the version the judgment read;
 //! - `tw:{S:ID}:p` (digest → held call as JSON), `tw:{S:ID}:m` (digest → when it was held, ms),
 //!   `tw:{S:ID}:o` (a sorted set, digest by serial, to forget the oldest past
 //!   [`MAX_PENDING`]);
@@ -30,10 +34,12 @@ use redis::Script;
 use sha2::{Digest, Sha256};
 
 use super::session_store::{
-    new_session_id, Changed, SessionChange, SessionKey, SessionStore, StoreError, StoreFuture,
+    new_session_id, Changed, Labels, SessionChange, SessionKey, SessionStore, StoreError,
+    StoreFuture,
 };
 use crate::decision::PendingCall;
 use crate::mcp::judge::{HOLD_TTL_MS, MAX_PENDING};
+use crate::LabelSource;
 
 /// Time Redis has to answer one operation; past it the call is refused.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -58,8 +64,9 @@ redis.call('PEXPIRE', KEYS[2], idle)
 return 'ok'
 ";
 
-/// KEYS: s, p, m, o, all, mine. ARGV: member, id, idle_ms, has_query, query, take, count,
-/// limit (-1: none), hold digest, hold json, max_pending, ttl_ms.
+/// KEYS: s, p, m, o, all, mine, l. ARGV: member, id, idle_ms, has_query, query, take, count,
+/// limit (-1: none), hold digest, hold json, max_pending, ttl_ms, labels read (-1: any),
+/// tool, then the labels to add.
 const CHANGE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown', 0} end
 local idle = tonumber(ARGV[3])
@@ -71,9 +78,12 @@ elseif ARGV[4] == '1' and redis.call('HGET', KEYS[1], 'q') ~= ARGV[5] then
   redis.call('HSET', KEYS[1], 'turns', turns + 1, 'tx', 0, 'q', ARGV[5])
 end
 for i = 1, 4 do redis.call('PEXPIRE', KEYS[i], idle) end
+redis.call('PEXPIRE', KEYS[7], idle)
 redis.call('ZADD', KEYS[5], now + idle, ARGV[1])
 redis.call('ZADD', KEYS[6], now + idle, ARGV[2])
 redis.call('PEXPIRE', KEYS[6], idle)
+local lv = tonumber(redis.call('HGET', KEYS[1], 'lv') or '0')
+if ARGV[13] ~= '-1' and tonumber(ARGV[13]) ~= lv then return {'labels', lv} end
 local ttl = tonumber(ARGV[12])
 if ARGV[6] ~= '' then
   local made = tonumber(redis.call('HGET', KEYS[3], ARGV[6]) or '-1')
@@ -102,7 +112,22 @@ if ARGV[9] ~= '' and redis.call('HEXISTS', KEYS[2], ARGV[9]) == 0 then
   end
   for i = 2, 4 do redis.call('PEXPIRE', KEYS[i], idle) end
 end
+if #ARGV > 14 then
+  local source = redis.call('HGET', KEYS[1], 'turns') .. ' ' .. math.floor(now / 1000) .. ' ' .. ARGV[14]
+  local added = 0
+  for i = 15, #ARGV do added = added + redis.call('HSETNX', KEYS[7], ARGV[i], source) end
+  if added > 0 then redis.call('HINCRBY', KEYS[1], 'lv', 1) end
+  redis.call('PEXPIRE', KEYS[7], idle)
+end
 return {'applied', tx}
+";
+
+/// KEYS: s, l. The labels' version, then label, source pairs.
+const LABELS: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local out = {'labels', redis.call('HGET', KEYS[1], 'lv') or '0'}
+for _, v in ipairs(redis.call('HGETALL', KEYS[2])) do out[#out + 1] = v end
+return out
 ";
 
 /// KEYS: s, p, m. ARGV: digest, ttl_ms.
@@ -115,9 +140,9 @@ if not call then return {'none'} end
 return {'held', call}
 ";
 
-/// KEYS: s, p, m, o, all, mine. ARGV: member, id.
+/// KEYS: s, p, m, o, all, mine, l. ARGV: member, id.
 const CLOSE: &str = r"
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7])
 redis.call('ZREM', KEYS[5], ARGV[1])
 redis.call('ZREM', KEYS[6], ARGV[2])
 return 1
@@ -141,6 +166,7 @@ pub struct RedisStore {
     open: Script,
     change: Script,
     held: Script,
+    labels: Script,
     close: Script,
     sweep: Script,
 }
@@ -162,6 +188,7 @@ struct Keys {
     p: String,
     m: String,
     o: String,
+    l: String,
     mine: String,
     member: String,
 }
@@ -178,10 +205,30 @@ impl Keys {
             p: format!("{tag}:p"),
             m: format!("{tag}:m"),
             o: format!("{tag}:o"),
+            l: format!("{tag}:l"),
             mine: format!("tw:principal:{principal}"),
             member: format!("{principal}:{}", key.id),
         }
     }
+}
+
+/// The source of `label` as the change script wrote it: `TURN TIME TOOL`.
+fn label_source(label: &str, source: &str) -> Result<LabelSource, StoreError> {
+    let mut parts = source.splitn(3, ' ');
+    let (Some(turn), Some(time), Some(tool)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(unexpected("a label source of another shape"));
+    };
+    let turn: u64 = turn
+        .parse()
+        .map_err(|_| unexpected("a label's turn that is not a number"))?;
+    Ok(LabelSource {
+        label: label.to_string(),
+        tool: tool.to_string(),
+        turn: u32::try_from(turn).unwrap_or(u32::MAX),
+        time: time
+            .parse()
+            .map_err(|_| unexpected("a label's time that is not a number"))?,
+    })
 }
 
 fn script(body: &str) -> Script {
@@ -230,6 +277,7 @@ impl RedisStore {
             open: script(OPEN),
             change: script(CHANGE),
             held: script(HELD),
+            labels: script(LABELS),
             close: script(CLOSE),
             sweep: script(SWEEP),
         })
@@ -289,14 +337,15 @@ impl SessionStore for RedisStore {
                 None => -1,
             };
             let mut conn = self.conn.clone();
-            let (answer, tx): (String, i64) = self
-                .change
+            let mut invocation = self.change.prepare_invoke();
+            invocation
                 .key(&k.s)
                 .key(&k.p)
                 .key(&k.m)
                 .key(&k.o)
                 .key(ALL)
                 .key(&k.mine)
+                .key(&k.l)
                 .arg(&k.member)
                 .arg(&key.id)
                 .arg(self.idle_ms)
@@ -309,11 +358,22 @@ impl SessionStore for RedisStore {
                 .arg(hold.as_ref().map_or("", |h| h.1.as_str()))
                 .arg(MAX_PENDING)
                 .arg(HOLD_TTL_MS)
+                .arg(
+                    change
+                        .labels_read
+                        .map_or(-1, |v| i64::try_from(v).unwrap_or(i64::MAX)),
+                )
+                .arg(change.tool);
+            for label in change.taints {
+                invocation.arg(label);
+            }
+            let (answer, tx): (String, i64) = invocation
                 .invoke_async(&mut conn)
                 .await
                 .map_err(|e| unavailable(&e))?;
             match answer.as_str() {
                 "applied" => Ok(Changed::Applied),
+                "labels" => Ok(Changed::LabelsChanged(u64::try_from(tx).unwrap_or(0))),
                 "gone" => Ok(Changed::HoldGone),
                 "full" => Ok(Changed::TurnFull(u32::try_from(tx).unwrap_or(u32::MAX))),
                 "unknown" => Err(StoreError::Unknown(key.id.clone())),
@@ -357,6 +417,38 @@ impl SessionStore for RedisStore {
         })
     }
 
+    fn labels<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, Labels> {
+        Box::pin(async move {
+            let k = Keys::of(key);
+            let mut conn = self.conn.clone();
+            let answer: Vec<String> = self
+                .labels
+                .key(&k.s)
+                .key(&k.l)
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| unavailable(&e))?;
+            match answer.as_slice() {
+                [tag] if tag == "unknown" => Err(StoreError::Unknown(key.id.clone())),
+                [tag, version, pairs @ ..] if tag == "labels" && pairs.len() % 2 == 0 => {
+                    let version: u64 = version
+                        .parse()
+                        .map_err(|_| unexpected("a labels version that is not a number"))?;
+                    let mut labels = Vec::with_capacity(pairs.len() / 2);
+                    for pair in pairs.chunks_exact(2) {
+                        labels.push(label_source(&pair[0], &pair[1])?);
+                    }
+                    // The order they came: by turn, then time, then name.
+                    labels.sort_by(|a: &LabelSource, b: &LabelSource| {
+                        (a.turn, a.time, &a.label).cmp(&(b.turn, b.time, &b.label))
+                    });
+                    Ok(Labels { version, labels })
+                }
+                _ => Err(unexpected("an answer of another shape")),
+            }
+        })
+    }
+
     fn close<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()> {
         Box::pin(async move {
             let k = Keys::of(key);
@@ -369,6 +461,7 @@ impl SessionStore for RedisStore {
                 .key(&k.o)
                 .key(ALL)
                 .key(&k.mine)
+                .key(&k.l)
                 .arg(&k.member)
                 .arg(&key.id)
                 .invoke_async(&mut conn)

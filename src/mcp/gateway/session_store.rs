@@ -1,9 +1,11 @@
-//! Where the gateway keeps each session's state (calls awaiting confirmation, the user turn),
-//! behind [`SessionStore`]: in this process's memory ([`MemoryStore`]) or in Redis, shared by
+//! Where the gateway keeps each session's state (calls awaiting confirmation, the user turn,
+//! the flow labels with their sources), behind [`SessionStore`]: in this process's memory ([`MemoryStore`]) or in Redis, shared by
 //! several gateway processes ([`super::redis_store::RedisStore`]). The gateway never reads a
 //! count to write it back: each [`SessionStore::change`] checks and applies in one atomic
 //! step (a mutex here, a Lua script in Redis), so a turn limit holds and a held call is
-//! confirmed once, however many requests race.
+//! confirmed once, however many requests race. Labels are only ever added, by the same step
+//! that applies a call's judgment, and that step fails ([`Changed::LabelsChanged`]) when the
+//! labels changed since the judgment read them ([`SessionStore::labels`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -13,6 +15,41 @@ use std::time::{Duration, Instant};
 
 use crate::decision::{PendingCall, Turn};
 use crate::mcp::judge::PendingCalls;
+use crate::LabelSource;
+
+/// The flow labels of one session as a judgment read them: their version (how many times
+/// labels were added) and the labels with where each came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Labels {
+    /// Grows by one each time a change adds a label; a change naming an older version fails.
+    pub version: u64,
+    /// The labels on the session, each once, with the tool and turn that put it there.
+    pub labels: Vec<LabelSource>,
+}
+
+impl Labels {
+    /// A [`crate::Session`] holding these labels (bound to no policy, in turn 1), for
+    /// [`crate::mcp::Judge::judge_call_effects_in`] and [`crate::mcp::Judge::judge_list_in`].
+    ///
+    /// # Errors
+    ///
+    /// A message when the labels cannot be made into a session (never for labels a store
+    /// wrote).
+    pub fn session(&self) -> Result<crate::Session, String> {
+        let labels = serde_json::to_value(&self.labels).map_err(|e| e.to_string())?;
+        serde_json::from_value(serde_json::json!({
+            "format": crate::SESSION_FORMAT,
+            "policy": null,
+            "policy_version": null,
+            "turn": 1,
+            "transactional_calls": 0,
+            "labels": labels,
+            "pending": null,
+            "pending_turn": null,
+        }))
+        .map_err(|e| format!("the session's labels are corrupt ({e})"))
+    }
+}
 
 /// The state of one session.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +62,8 @@ pub struct SessionState {
     pub turns: u64,
     /// The user's query that began the current turn, when the client sends queries.
     pub last_query: Option<String>,
+    /// The flow labels on the session and their version.
+    pub labels: Labels,
 }
 
 impl SessionState {
@@ -94,8 +133,10 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 
 /// One judged request's change of its session, applied atomically by [`SessionStore::change`]:
 /// the session is entered with `query` (a different query begins a new turn), then, only if
-/// every condition holds, the hold `take` is consumed, the call is counted in the turn and
-/// `hold` is held. When a condition fails, only the entering is kept.
+/// every condition holds (the labels are still those of version `labels_read`, the hold is
+/// still held, the turn is not full), the hold `take` is consumed, the call is counted in the
+/// turn, `hold` is held and the labels `taints` are added (sourced from `tool` in the current
+/// turn). When a condition fails, only the entering is kept.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SessionChange<'a> {
     /// The user's query of the request, when the client sent one.
@@ -108,6 +149,13 @@ pub struct SessionChange<'a> {
     pub limit: Option<u32>,
     /// A call to hold for the user's confirmation (kept as first held when already held).
     pub hold: Option<&'a PendingCall>,
+    /// The version of the labels the judgment read ([`Labels::version`]); `None` applies
+    /// whatever the labels are now.
+    pub labels_read: Option<u64>,
+    /// Labels to add (those not yet on the session), put there by `tool`.
+    pub taints: &'a [String],
+    /// The tool whose call adds `taints` (the gateway's name, `mcp__<server>__<tool>`).
+    pub tool: &'a str,
 }
 
 /// What [`SessionStore::change`] did.
@@ -121,6 +169,9 @@ pub enum Changed {
     /// The turn already counts this many transactional calls, its limit: nothing but the
     /// entering was applied.
     TurnFull(u32),
+    /// Labels were added since the judgment read them (the version is now the one given):
+    /// nothing but the entering was applied; judge again with the labels as they are.
+    LabelsChanged(u64),
 }
 
 /// A store of sessions by [`SessionKey`].
@@ -168,6 +219,14 @@ pub trait SessionStore: Send + Sync {
         key: &'a SessionKey,
         digest: &'a str,
     ) -> StoreFuture<'a, Option<PendingCall>>;
+
+    /// The flow labels on session `key` now, with their version. Reads only; labels are added
+    /// by a [`SessionStore::change`] with `taints`.
+    ///
+    /// # Errors
+    ///
+    /// As [`SessionStore::change`].
+    fn labels<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, Labels>;
 
     /// Forgets session `key` (its client ended it); nothing when it is not kept.
     ///
@@ -348,6 +407,11 @@ impl SessionStore for MemoryStore {
     ) -> StoreFuture<'a, Changed> {
         ready(self.with_session(key, |s| {
             s.enter(change.query);
+            if let Some(v) = change.labels_read {
+                if v != s.labels.version {
+                    return Changed::LabelsChanged(s.labels.version);
+                }
+            }
             if let Some(d) = change.take {
                 if s.pending.confirmable(d).is_none() {
                     return Changed::HoldGone;
@@ -369,6 +433,23 @@ impl SessionStore for MemoryStore {
             if let Some(h) = change.hold {
                 s.pending.hold(h.clone());
             }
+            let time = now_ms() / 1000;
+            let turn = u32::try_from(s.turns).unwrap_or(u32::MAX);
+            let mut added = false;
+            for label in change.taints {
+                if !s.labels.labels.iter().any(|l| l.label == *label) {
+                    s.labels.labels.push(LabelSource {
+                        label: label.clone(),
+                        tool: change.tool.to_string(),
+                        turn,
+                        time,
+                    });
+                    added = true;
+                }
+            }
+            if added {
+                s.labels.version += 1;
+            }
             Changed::Applied
         }))
     }
@@ -379,6 +460,10 @@ impl SessionStore for MemoryStore {
         digest: &'a str,
     ) -> StoreFuture<'a, Option<PendingCall>> {
         ready(self.with_session(key, |s| s.pending.confirmable(digest).cloned()))
+    }
+
+    fn labels<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, Labels> {
+        ready(self.with_session(key, |s| s.labels.clone()))
     }
 
     fn close<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()> {
@@ -509,6 +594,90 @@ mod tests {
         assert_eq!(block(s.change(&k, take)), Ok(Changed::Applied));
         assert_eq!(block(s.change(&k, take)), Ok(Changed::HoldGone));
         assert_eq!(block(s.held(&k, "d1")), Ok(None));
+    }
+
+    #[test]
+    fn labels_are_added_once_with_their_source_and_a_change_judged_on_old_labels_fails() {
+        let s = MemoryStore::new(10, 10, Duration::from_secs(60));
+        let k = block(s.open("ann", None)).unwrap();
+        let other = block(s.open("ann", None)).unwrap();
+        let read = block(s.labels(&k)).unwrap();
+        assert_eq!((read.version, read.labels.len()), (0, 0));
+        let untrusted = ["untrusted".to_string()];
+        let taint = SessionChange {
+            labels_read: Some(0),
+            taints: &untrusted,
+            tool: "mcp__a__get_doc",
+            ..SessionChange::default()
+        };
+        assert_eq!(block(s.change(&k, taint)), Ok(Changed::Applied));
+        // A second call judged on version 0 raced the first: it fails, and counts nothing.
+        let write = SessionChange {
+            labels_read: Some(0),
+            ..count(5)
+        };
+        assert_eq!(block(s.change(&k, write)), Ok(Changed::LabelsChanged(1)));
+        let now = block(s.labels(&k)).unwrap();
+        assert_eq!(now.version, 1);
+        let sources: Vec<(&str, &str, u32)> = now
+            .labels
+            .iter()
+            .map(|l| (l.label.as_str(), l.tool.as_str(), l.turn))
+            .collect();
+        assert_eq!(sources, [("untrusted", "mcp__a__get_doc", 1)]);
+        assert!(now.session().unwrap().has_label("untrusted"));
+        // Judged on the labels as they are, it applies; a label already there adds nothing.
+        let write = SessionChange {
+            labels_read: Some(1),
+            taints: &untrusted,
+            tool: "mcp__b__get_doc",
+            ..count(5)
+        };
+        assert_eq!(block(s.change(&k, write)), Ok(Changed::Applied));
+        let now = block(s.labels(&k)).unwrap();
+        assert_eq!(
+            (now.version, now.labels[0].tool.as_str()),
+            (1, "mcp__a__get_doc")
+        );
+        // Another session holds none.
+        assert_eq!(block(s.labels(&other)), Ok(Labels::default()));
+    }
+
+    #[test]
+    fn labels_added_by_racing_changes_are_never_lost() {
+        let s = MemoryStore::new(10, 10, Duration::from_secs(60));
+        let k = block(s.open("ann", None)).unwrap();
+        // 8 threads, each adding its own label the way the gateway does: read the labels,
+        // then change on that version, again while the version moved meanwhile.
+        std::thread::scope(|scope| {
+            for i in 0..8 {
+                let (s, k) = (&s, &k);
+                scope.spawn(move || {
+                    let label = [format!("l{i}")];
+                    loop {
+                        let read = block(s.labels(k)).unwrap();
+                        let change = SessionChange {
+                            labels_read: Some(read.version),
+                            taints: &label,
+                            tool: "t",
+                            ..count(100)
+                        };
+                        match block(s.change(k, change)).unwrap() {
+                            Changed::Applied => break,
+                            Changed::LabelsChanged(_) => continue,
+                            other => panic!("{other:?}"),
+                        }
+                    }
+                });
+            }
+        });
+        let now = block(s.labels(&k)).unwrap();
+        let mut names: Vec<&str> = now.labels.iter().map(|l| l.label.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"]);
+        assert_eq!(now.version, 8);
+        // Each change counted once: 8 calls in the turn, none lost, none twice.
+        assert_eq!(block(s.change(&k, count(8))), Ok(Changed::TurnFull(8)));
     }
 
     #[test]
