@@ -12,7 +12,7 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use toolwarden::{Intent, Session, ToolSet, Turn};
 
 #[path = "support/gen.rs"]
@@ -165,30 +165,72 @@ fn bench_flow(c: &mut Criterion) {
     let names: Vec<String> = policy.tools().map(str::to_string).collect();
     let request = gen::request();
     let intent = Intent::named("write");
-    let session = match Session::with_labels(&policy, &["untrusted"], "bench") {
+    let bind = |labels: &[&str]| match Session::with_labels(&policy, labels, "bench") {
         Ok(s) => s,
         Err(e) => panic!("the bench session must bind: {e}"),
     };
+    // `private` alone tightens nothing in mode `supervised`: a call is decided as without a
+    // session, so the difference is the cost of the session (its binding, one mask test, the
+    // update after the call). `untrusted` makes the `after` block that confirms writes apply.
+    let session = bind(&["untrusted"]);
+    let quiet = bind(&["private"]);
     let args = serde_json::json!({"business_id": "b-42", "amount": 120.5, "lines": [{"sku": "A-1", "qty": 2}]});
-    group.bench_function("check_call/without_session", |b| {
-        b.iter(|| {
-            let mut turn = Turn::new();
-            policy.check_call_strict(
-                &request,
-                &intent,
-                &mut turn,
-                black_box("tool_1"),
-                &args,
-                None,
+    let decided = |v: Result<toolwarden::Verdict, toolwarden::RequestError>| match v {
+        Ok(v) => (v.decision, v.stage),
+        Err(e) => panic!("the flow bench call must be judged: {e}"),
+    };
+    let alone = |tool: &str| {
+        decided(policy.check_call_strict(&request, &intent, &mut Turn::new(), tool, &args, None))
+    };
+    let within = |s: &Session, tool: &str| {
+        decided(policy.check_call_session(&request, &intent, &mut s.clone(), tool, &args))
+    };
+    // The rows compare like with like: `tool_10` (effect none) is allowed and `tool_1` (write)
+    // asks the user, with or without the quiet session; the untrusted one holds `tool_1` at stage
+    // flow as well (the confirmation stage, which asks first, names the reason).
+    assert_eq!(alone("tool_10").0, toolwarden::Decision::Allow);
+    assert_eq!(alone("tool_1").0, toolwarden::Decision::Confirm);
+    for tool in ["tool_10", "tool_1"] {
+        assert_eq!(
+            alone(tool),
+            within(&quiet, tool),
+            "`private` must not change {tool}"
+        );
+    }
+    assert_eq!(
+        within(&session, "tool_1"),
+        (
+            toolwarden::Decision::Confirm,
+            Some(toolwarden::Stage::Confirmation)
+        )
+    );
+    // Each call starts from a new turn, or from the session as bound: a call the previous
+    // iteration left pending would be compared with this one. The copies are made and dropped
+    // outside the timing.
+    for (row, tool) in [("allow", "tool_10"), ("confirm", "tool_1")] {
+        group.bench_function(format!("check_call/{row}/without_session"), |b| {
+            b.iter_batched_ref(
+                Turn::new,
+                |turn| {
+                    policy.check_call_strict(&request, &intent, turn, black_box(tool), &args, None)
+                },
+                BatchSize::SmallInput,
             )
-        })
-    });
-    let mut s = session.clone();
-    group.bench_function("check_call/with_session", |b| {
-        b.iter(|| {
-            s.next_turn();
-            policy.check_call_session(&request, &intent, &mut s, black_box("tool_1"), &args)
-        })
+        });
+        group.bench_function(format!("check_call/{row}/with_session"), |b| {
+            b.iter_batched_ref(
+                || quiet.clone(),
+                |s| policy.check_call_session(&request, &intent, s, black_box(tool), &args),
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.bench_function("check_call/confirm/untrusted", |b| {
+        b.iter_batched_ref(
+            || session.clone(),
+            |s| policy.check_call_session(&request, &intent, s, black_box("tool_1"), &args),
+            BatchSize::SmallInput,
+        )
     });
     group.throughput(Throughput::Elements(names.len() as u64));
     group.bench_function("offer_all/without_session", |b| {

@@ -115,7 +115,9 @@ impl Policy {
         args: &Value,
         pending: Option<&PendingCall>,
     ) -> Result<Verdict, RequestError> {
-        self.check_call_inner(request, intent, turn, tool, args, pending, None, true, None)
+        self.check_call_inner(
+            request, intent, turn, tool, args, pending, None, true, None, None,
+        )
     }
 
     /// Judges one tool call within a [`Session`]: [`Policy::check_call_strict`] with the
@@ -145,6 +147,7 @@ impl Policy {
     ) -> Result<Verdict, RequestError> {
         let labels = session.bind(self).map_err(RequestError::Session)?;
         let mut turn = session.turn_state();
+        let mut taints = 0;
         let verdict = self.check_call_inner(
             request,
             intent,
@@ -155,8 +158,8 @@ impl Policy {
             None,
             true,
             Some((&*session, labels)),
+            Some(&mut taints),
         )?;
-        let taints = self.resolve_tool(tool).1.map_or(0, |r| r.taints);
         session.after_call(self, turn, &verdict, taints);
         Ok(verdict)
     }
@@ -262,11 +265,13 @@ impl Policy {
             effect_override,
             false,
             flow,
+            None,
         )
     }
 
     /// The guard itself. `strict`: a confirmation is trusted only against `pending`.
-    /// `session`: the session and its labels as a mask, for stage `flow`.
+    /// `session`: the session and its labels as a mask, for stage `flow`. `taints`: set to the
+    /// labels the tool's output puts on a session (its row's `taints`), read once with the row.
     #[allow(clippy::too_many_arguments)]
     fn check_call_inner(
         &self,
@@ -279,6 +284,7 @@ impl Policy {
         effect_override: Option<u8>,
         strict: bool,
         session: Option<(&Session, u8)>,
+        taints: Option<&mut u8>,
     ) -> Result<Verdict, RequestError> {
         // A confirmation in flight is exempt from the intent filter (seed 001's
         // `force_tool_names`): when the pending call is this very call, its tool is forced for
@@ -304,6 +310,9 @@ impl Policy {
         let t = self.tables();
         let d = self.decide_as(&bound, tool, effect_override);
         let (_, row) = self.resolve_tool(tool);
+        if let Some(taints) = taints {
+            *taints = row.map_or(0, |r| r.taints);
+        }
         let row_effect = |r: &ToolRow| effect_override.unwrap_or(r.effect);
         let effect = row.map(|r| t.effects[row_effect(r) as usize].to_string());
         let read_only = row.map(|r| Some(row_effect(r)) == t.read_only_effect);

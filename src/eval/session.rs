@@ -317,12 +317,19 @@ impl Session {
 
     /// Adds the labels of `mask` that are not yet on the session, as put there by `tool` in
     /// this turn; returns their names. The session must be bound to `policy`.
+    #[inline]
     pub(crate) fn taint(&mut self, policy: &Policy, mask: u8, tool: &str) -> Vec<String> {
         let have = self.mask.unwrap_or(0);
         let new = mask & !have;
         if new == 0 {
             return Vec::new();
         }
+        self.add_labels(policy, have, new, tool)
+    }
+
+    /// Puts the labels of mask `new` (none of them in `have`, the session's mask) on the
+    /// session, from `tool` in this turn, and returns their names.
+    fn add_labels(&mut self, policy: &Policy, have: u8, new: u8, tool: &str) -> Vec<String> {
         let time = now();
         let mut added = Vec::new();
         for (i, name) in policy.tables().labels.iter().enumerate() {
@@ -348,6 +355,7 @@ impl Session {
     /// [`SessionError::OtherPolicy`] when it is bound to another policy or version (or its
     /// pending call is), [`SessionError::UndeclaredLabel`] for a label the policy does not
     /// declare. Nothing changes then.
+    #[inline]
     pub(crate) fn bind(&mut self, policy: &Policy) -> Result<u8, SessionError> {
         let mask = self.mask_for(policy)?;
         if self.policy.is_none() {
@@ -363,6 +371,7 @@ impl Session {
     /// # Errors
     ///
     /// As [`Session::bind`].
+    #[inline]
     pub(crate) fn mask_for(&self, policy: &Policy) -> Result<u8, SessionError> {
         if let Some(p) = &self.policy {
             if p != policy.name() || self.policy_version != policy.version() {
@@ -447,6 +456,7 @@ impl Session {
     /// After `check_call_session` judged a call: the turn's new count, the pending call a
     /// confirm holds (or the confirmed one it clears), and on an allow the labels the tool
     /// taints.
+    #[inline]
     pub(crate) fn after_call(
         &mut self,
         policy: &Policy,
