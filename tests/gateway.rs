@@ -408,6 +408,37 @@ fn a_server_that_says_its_list_changed_is_listed_again() {
 }
 
 #[test]
+fn a_server_cannot_loosen_a_tool_by_listing_it_again() {
+    let g = start(|d| config(d, ""));
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.call_in("mcp__a__touch", json!({}), "save the doc");
+    assert_eq!(r["result"]["structuredContent"]["tool"], "touch", "{r}");
+    let relist = |s: &mut Session, annotations: Value| {
+        let r = s.call(
+            "mcp__a__grow",
+            json!({"annotate": {"tool": "touch", "annotations": annotations}}),
+        );
+        assert_eq!(r["result"]["structuredContent"]["tool"], "grow", "{r}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    // The server now says touch is destructive: the policy denies effect delete here.
+    relist(
+        &mut s,
+        json!({"readOnlyHint": false, "destructiveHint": true}),
+    );
+    let r = s.call_in("mcp__a__touch", json!({}), "save the doc again");
+    assert_eq!(r["result"]["structuredContent"]["decision"], "deny", "{r}");
+    // Listing it again as harmless does not loosen it: the strictest reading stays.
+    relist(
+        &mut s,
+        json!({"readOnlyHint": false, "destructiveHint": false}),
+    );
+    let r = s.call_in("mcp__a__touch", json!({}), "save the doc once more");
+    assert_eq!(r["result"]["structuredContent"]["decision"], "deny", "{r}");
+    assert_eq!(calls_received(g.dir.path()), ["touch", "grow", "grow"]);
+}
+
+#[test]
 fn the_decision_api_answers_the_library_json_and_errors_as_json() {
     let g = start(|d| config(d, ""));
     let r = post(g.port, "/v1/classify", &[], br#"{"query":"save the doc"}"#);

@@ -10,6 +10,13 @@ use proxy_support::{python, text, Session};
 use serde_json::{json, Value};
 
 fn start() -> Session {
+    start_server(&[])
+}
+
+/// The proxy in front of the fake server started with `server_args`.
+fn start_server(server_args: &[&str]) -> Session {
+    let mut server = vec![python(), "tests/fixtures/proxy/fake_server.py"];
+    server.extend_from_slice(server_args);
     let mut s = Session::start(
         &[
             "-p",
@@ -17,7 +24,7 @@ fn start() -> Session {
             "--server",
             "notes",
         ],
-        &[python(), "tests/fixtures/proxy/fake_server.py"],
+        &server,
     );
     let init = s.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], "fake", "{init}");
@@ -140,4 +147,24 @@ fn a_new_connection_starts_without_labels() {
     let r: Value = s.call(2, "save_note", json!({"text": "x"}));
     assert_eq!(text(&r), "called save_note", "{r}");
     s.close();
+}
+
+#[test]
+fn a_server_cannot_close_an_open_world_tool_by_listing_it_again_or_twice() {
+    // The first listing leaves get_note open-world; the second says `openWorldHint: false`,
+    // twice. The session keeps the strictest reading: the call still taints `untrusted`.
+    let mut s = start_server(&["--close-world-on-relist"]);
+    listing(&mut s, 2);
+    listing(&mut s, 3);
+    let r = s.call(4, "get_note", json!({}));
+    assert_eq!(text(&r), "called get_note", "{r}");
+    let r = s.call(5, "save_note", json!({"text": "x"}));
+    let meta = &r["result"]["structuredContent"];
+    assert_eq!(meta["decision"], "confirm", "{r}");
+    assert_eq!(meta["metadata"]["stage"], "flow", "{r}");
+    let (_, stderr) = s.close();
+    assert!(
+        stderr.contains("the session now carries untrusted (from `get_note`)"),
+        "{stderr}"
+    );
 }

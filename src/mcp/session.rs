@@ -993,12 +993,35 @@ fn annotation_rank(schema: &Value) -> u8 {
     }
 }
 
-/// The schema `new` with the annotations of `old` when those are stricter: within a session
-/// a tool's annotations only tighten.
-fn stricter(old: Option<&Value>, mut new: Value) -> Value {
-    if let (Some(old), Some(obj)) = (old, new.as_object_mut()) {
+/// Whether a schema's annotations leave the tool open-world: `openWorldHint` is true, missing
+/// or not a boolean (the MCP default is true); only a literal `false` closes it.
+fn open_world(schema: &Value) -> bool {
+    schema
+        .get("annotations")
+        .and_then(|a| a.get("openWorldHint"))
+        != Some(&Value::Bool(false))
+}
+
+/// The schema `new` with the annotations of `old` when those are stricter, and open-world when
+/// either is: a tool's annotations only tighten over the listings seen (within a proxy
+/// session, or over a gateway upstream's life), so a server cannot loosen a tool's effect or
+/// drop its `taint openworld` labels by listing it again or twice.
+pub(crate) fn stricter(old: Option<&Value>, mut new: Value) -> Value {
+    let Some(old) = old else { return new };
+    let open = open_world(old) || open_world(&new);
+    if let Some(obj) = new.as_object_mut() {
         if annotation_rank(old) > annotation_rank(&Value::Object(obj.clone())) {
-            obj.insert("annotations".to_string(), old["annotations"].clone());
+            match old.get("annotations") {
+                Some(a) => obj.insert("annotations".to_string(), a.clone()),
+                None => obj.remove("annotations"),
+            };
+        }
+        if open {
+            if let Some(Value::Object(a)) = obj.get_mut("annotations") {
+                if a.get("openWorldHint") == Some(&Value::Bool(false)) {
+                    a.insert("openWorldHint".to_string(), Value::Bool(true));
+                }
+            }
         }
     }
     new

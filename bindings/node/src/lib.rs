@@ -502,13 +502,41 @@ pub struct Request {
     inner: toolwarden::Request,
 }
 
+/// An argument rule that fired in a `checkCall` (`verdict.rules`).
+#[napi(object)]
+pub struct FiredRule {
+    /// `file:line:col` of the rule in the policy.
+    pub source: String,
+    /// What the rule does when it fires.
+    #[napi(ts_type = "'deny' | 'confirm'")]
+    pub outcome: String,
+    /// The argument reference as the rule writes it (`recipients[*]`, `host(url)`, `any`).
+    pub reference: String,
+    /// The value that made it fire, cut to 80 characters; absent for an absent argument.
+    pub value: Option<String>,
+    /// Why the condition could not be evaluated, when that is why it fired (fail closed).
+    pub problem: Option<String>,
+}
+
+impl From<&toolwarden::FiredRule> for FiredRule {
+    fn from(r: &toolwarden::FiredRule) -> FiredRule {
+        FiredRule {
+            source: r.source.clone(),
+            outcome: r.outcome.to_string(),
+            reference: r.reference.clone(),
+            value: r.value.clone(),
+            problem: r.problem.clone(),
+        }
+    }
+}
+
 #[napi]
 impl Request {
     /// Builds a request from its options object (or none: the default mode, no roles).
     /// Throws `TypeError` for a field of the wrong type.
     #[napi(
         constructor,
-        ts_args_type = "options?: { mode?: string | null; roles?: string[]; permissions?: string[]; tenant?: string | null; connectors?: Record<string, string[] | null>; forced?: string[] }"
+        ts_args_type = "options?: { mode?: string | null; roles?: string[]; permissions?: string[]; tenant?: string | null; connectors?: Record<string, string[] | null>; forced?: string[]; context?: Record<string, string[]> }"
     )]
     pub fn new(env: Env, options: Option<Unknown>) -> Result<Request> {
         let opts = options_arg(&env, options, "options")?;
@@ -546,6 +574,20 @@ impl Request {
         if let Some(v) = opt_field(&opts, "forced")? {
             r = r.forced(string_list(&env, &v, "forced")?);
         }
+        if let Some(v) = opt_field(&opts, "context")? {
+            let sets = object_arg(
+                &env,
+                &v,
+                "context",
+                "an object of set name -> array of strings",
+            )?;
+            for name in Object::keys(&sets)? {
+                let values: Option<Unknown> = sets.get(&name)?;
+                let Some(values) = values else { continue };
+                let values = string_list(&env, &values, &format!("context.{name}"))?;
+                r = r.context(name, values);
+            }
+        }
         Ok(Request { inner: r })
     }
 
@@ -553,6 +595,12 @@ impl Request {
     #[napi(getter)]
     pub fn mode(&self) -> Option<String> {
         self.inner.mode().map(str::to_string)
+    }
+
+    /// The names of the `context` sets the request supplies, in the order given.
+    #[napi(getter)]
+    pub fn context_names(&self) -> Vec<String> {
+        self.inner.context_names().map(str::to_string).collect()
     }
 
     /// The roles as given.
@@ -898,11 +946,10 @@ impl Verdict {
         self.inner.missing.clone()
     }
 
-    /// The argument rules that fired, in evaluation order
-    /// (`{ source, outcome, reference, value, problem }`); empty when none fired.
-    #[napi(getter, ts_return_type = "Array<Record<string, unknown>>")]
-    pub fn rules(&self) -> Value {
-        serde_json::to_value(&self.inner.rules).unwrap_or(Value::Null)
+    /// The argument rules that fired, in evaluation order; empty when none fired.
+    #[napi(getter)]
+    pub fn rules(&self) -> Vec<FiredRule> {
+        self.inner.rules.iter().map(FiredRule::from).collect()
     }
 
     /// Whether the call carried a confirmation field set to the literal `true`.

@@ -123,6 +123,9 @@ pub struct Upstream {
     ready: Mutex<Option<Ready>>,
     /// The last failure to connect or to list, and when, while it is within `list.retry`.
     failed: Mutex<Option<(Instant, String)>>,
+    /// The strictest schema seen for each tool name over this upstream's life (reconnections
+    /// included): a listing only tightens what was listed before (`session::stricter`).
+    seen: Mutex<HashMap<String, Value>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -165,6 +168,7 @@ impl Upstream {
             conn: tokio::sync::Mutex::new(None),
             ready: Mutex::new(None),
             failed: Mutex::new(None),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -300,12 +304,59 @@ impl Upstream {
                 return Err(e);
             }
         };
+        let tools = match self.tighten(tools) {
+            Ok(t) => t,
+            Err(e) => {
+                *guard = None;
+                return Err(e);
+            }
+        };
         let tools = Arc::new(ToolList::new(tools));
         if let Some(conn) = guard.as_mut() {
             conn.tools = Some(tools.clone());
         }
         self.keep(&peer, &tools);
         Ok(tools)
+    }
+
+    /// The listed `tools`, each with the strictest annotations seen for its name (a name
+    /// listed twice gets the strictest of both): a server cannot loosen a tool's effect, or
+    /// close an open-world tool, by listing it again. Over its life an upstream may list at
+    /// most four times `max_tools_per_server` distinct names; past that the listing is refused
+    /// (the server is unavailable), so the memory of what was seen stays bounded.
+    fn tighten(&self, tools: Vec<Value>) -> Result<Vec<Value>, String> {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let cap = self.list.max_tools.saturating_mul(4);
+        let mut names = Vec::with_capacity(tools.len());
+        for schema in tools {
+            let Some(name) = schema
+                .get("name")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+            else {
+                names.push((None, schema));
+                continue;
+            };
+            if !seen.contains_key(&name) && seen.len() >= cap {
+                return Err(format!(
+                    "the server listed more than {cap} distinct tool names over its life \
+                     (four times max_tools_per_server)"
+                ));
+            }
+            let merged = crate::mcp::session::stricter(seen.get(&name), schema);
+            seen.insert(name.clone(), merged);
+            names.push((Some(name), Value::Null));
+        }
+        Ok(names
+            .into_iter()
+            .map(|(name, schema)| match name.and_then(|n| seen.get(&n)) {
+                Some(merged) => merged.clone(),
+                None => schema,
+            })
+            .collect())
     }
 
     /// Keeps `peer` and `tools` as the snapshot, unless the list went stale meanwhile (then
