@@ -233,6 +233,29 @@ fn bench_flow(c: &mut Criterion) {
         )
     });
     group.throughput(Throughput::Elements(names.len() as u64));
+    // One decision on a request bound once (the per-tool cost inside `offer`), without labels,
+    // with the quiet session's (the mask test finds nothing) and with `untrusted`'s (the mask
+    // test hits and the `after` block's line decides).
+    let bound = |s: Option<&Session>| {
+        let b = match s {
+            Some(s) => policy.bind_session(&request, &intent, s),
+            None => policy.bind(&request, &intent),
+        };
+        match b {
+            Ok(b) => b,
+            Err(e) => panic!("the flow bench request must bind: {e}"),
+        }
+    };
+    for (row, s) in [
+        ("without_session", None),
+        ("with_session", Some(&quiet)),
+        ("untrusted", Some(&session)),
+    ] {
+        let b = bound(s);
+        group.bench_function(format!("decide_bound/{row}"), |bench| {
+            bench.iter(|| b.decide(black_box("tool_1")))
+        });
+    }
     group.bench_function("offer_all/without_session", |b| {
         b.iter(|| {
             policy
