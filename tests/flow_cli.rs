@@ -139,6 +139,22 @@ fn a_session_file_that_does_not_fit_is_refused_and_kept() {
             dir.path("session.json").display()
         )
     );
+    // A file past the 4 MiB cap is refused by its size, unread past the cap, and kept.
+    let big = " ".repeat(4 * 1024 * 1024 + 10);
+    std::fs::write(dir.path("session.json"), &big).unwrap();
+    let (code, _, stderr) = guard(&dir, "save", "{}", false);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: session file `{}` is larger than 4 MiB, too large to be one; delete it\n",
+            dir.path("session.json").display()
+        )
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path("session.json")).unwrap().len(),
+        4 * 1024 * 1024 + 10
+    );
 }
 
 #[test]
