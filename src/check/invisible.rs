@@ -26,28 +26,26 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
                 _ => None,
             })
             .collect();
-        let mut chars = text.char_indices().peekable();
-        while let Some((start, c)) = chars.next() {
-            let comment = match c {
-                '"' => false,
-                '#' => true,
-                _ => continue,
-            };
-            // The token's body: up to the closing quote (escapes skipped) or the line's end.
+        // Strings and comments start with an ASCII byte and end at one (`"`, a line feed), so
+        // the scan goes byte by byte: the bytes of a multi-byte character are never those.
+        let bytes = text.as_bytes();
+        let mut pos = 0;
+        while let Some(off) = bytes[pos..].iter().position(|&b| b == b'"' || b == b'#') {
+            let start = pos + off;
+            let comment = bytes[start] == b'#';
+            // The token's body: up to the closing quote (escapes skipped) or the line's end
+            // (which the next token search starts at).
             let body_start = start + 1;
             let mut body_end = text.len();
-            while let Some(&(i, c)) = chars.peek() {
-                if c == '\n' || (!comment && c == '"') {
+            pos = text.len();
+            let mut i = body_start;
+            while let Some(&b) = bytes.get(i) {
+                if b == b'\n' || (!comment && b == b'"') {
                     body_end = i;
-                    if c == '"' {
-                        chars.next();
-                    }
+                    pos = if b == b'"' { i + 1 } else { i };
                     break;
                 }
-                chars.next();
-                if !comment && c == '\\' {
-                    chars.next();
-                }
+                i += if !comment && b == b'\\' { 2 } else { 1 };
             }
             let body = &text[body_start..body_end];
             // Declarations are in source order: the last one starting before the token.

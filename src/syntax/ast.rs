@@ -947,13 +947,17 @@ impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Value::Str(n) => {
+                // Runs between the characters to escape are written whole: a `write!` per
+                // character made this most of the canonical text's cost.
                 f.write_str("\"")?;
-                for c in n.text.chars() {
-                    if c == '"' || c == '\\' {
-                        f.write_str("\\")?;
-                    }
-                    write!(f, "{c}")?;
+                let mut rest = n.text.as_str();
+                while let Some(i) = rest.find(['"', '\\']) {
+                    f.write_str(&rest[..i])?;
+                    f.write_str("\\")?;
+                    f.write_str(&rest[i..=i])?;
+                    rest = &rest[i + 1..];
                 }
+                f.write_str(rest)?;
                 f.write_str("\"")
             }
             Value::Number { text, .. } => f.write_str(text),
