@@ -250,7 +250,7 @@ impl ServerHandler for GatewayHandler {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let params_meta = request
@@ -307,7 +307,7 @@ impl ServerHandler for GatewayHandler {
                 &key,
                 query,
                 &request.name,
-                request.arguments.clone(),
+                request.arguments.take(),
                 confirm,
                 &request_id,
                 &meta,

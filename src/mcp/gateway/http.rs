@@ -16,6 +16,8 @@
 //! - `initialize` opens the session's judging state for the principal in the session store; at
 //!   the store's caps the new MCP session is closed again and refused (HTTP 429 for the
 //!   principal's cap, 503 for the gateway's), and a DELETE of the session forgets that state;
+//! - the answer to a request on `/mcp` is rmcp's event stream, or its one message as an
+//!   `application/json` body when that message is the request's response ([`answer`]);
 //! - on a loopback listener, the decision API checks the `Host` header (without one, the
 //!   URI's authority, HTTP/2's `:authority`) as rmcp does for `/mcp` (a page that rebinds a
 //!   name to 127.0.0.1 gets HTTP 403).
@@ -35,6 +37,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{json, Value};
 
+use super::answer;
 use super::api;
 use super::core::Gateway;
 use super::handler::GatewayHandler;
@@ -225,6 +228,12 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
     }
     let opens =
         mcp && session.is_none() && msg.get("method").and_then(Value::as_str) == Some("initialize");
+    // A request (a method and an id) is answered on its POST: as one JSON body when nothing
+    // but its response is sent there ([`answer::plain`]).
+    let request_id = match msg.get("id") {
+        Some(id) if mcp && !id.is_null() && msg.get("method").is_some() => Some(id.clone()),
+        _ => None,
+    };
     let text = msg.to_string();
     parts.headers.insert(
         header::CONTENT_LENGTH,
@@ -258,7 +267,10 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             owners.insert(id, principal);
         }
     }
-    response
+    match request_id {
+        Some(id) => answer::plain(response, &id).await,
+        None => response,
+    }
 }
 
 /// The gateway's HTTP application: `/mcp` and the decision API behind the guard layer.

@@ -16,6 +16,7 @@
 //! - [`stdio`]: one client on stdio, each line parsed strictly before rmcp reads it.
 //! - [`telemetry`]: an OpenTelemetry span per `tools/call`, exported over OTLP/HTTP.
 
+mod answer;
 pub mod api;
 pub mod config;
 pub mod core;
