@@ -251,10 +251,11 @@ mod tests {
     }
 
     /// The byte range of `text` from the first `open` to the end of the first `close` after
-    /// it.
+    /// it (`open` itself not read as `close`).
     fn span(text: &str, open: &str, close: &str) -> (usize, usize) {
-        let start = text.find(open).unwrap_or(usize::MAX);
-        let end = text[start..].find(close).unwrap_or(0) + start + close.len();
+        let start = text.find(open).unwrap_or(0);
+        let after = start + open.len();
+        let end = text[after..].find(close).unwrap_or(0) + after + close.len();
         (start, end)
     }
 
