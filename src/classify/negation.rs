@@ -243,13 +243,9 @@ pub(super) fn clause_starts(
         // Most gaps are one space: no clause ends there.
         let one_space = start == from + 1 && text.get(from) == Some(&b' ');
         if !one_space {
-            let gap = text.get(from..start).unwrap_or_default();
-            if gap_ends_clause(gap) {
-                n += 1;
-                if gap_ends_sentence(gap) {
-                    s += 1;
-                }
-            }
+            let (clause, sentence) = gap_ends(text.get(from..start).unwrap_or_default());
+            n += u32::from(clause);
+            s += u32::from(sentence);
         }
         if let (Some(c), Some(t)) = (clauses.get_mut(k + 1), sentences.get_mut(k + 1)) {
             (*c, *t) = (n, s);
@@ -257,32 +253,95 @@ pub(super) fn clause_starts(
     }
 }
 
-/// Whether the text between two words ends a sentence: it holds `.` `!` `?` `;`, the
-/// Arabic-script `؟` `؛` `۔` or the ideographic `。` (a clause end of [`gap_ends_clause`] that
-/// is not a comma, colon, parenthesis or dash).
-fn gap_ends_sentence(gap: &[u8]) -> bool {
-    gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+/// Whether the text between two words ends a clause (see [`clause_starts`]), and whether it
+/// ends a sentence: it holds `.` `!` `?` `;`, the Arabic-script `؟` `؛` `۔` or the ideographic
+/// `。` (a clause end that is not a comma, colon, parenthesis or dash). One pass over the gap's
+/// bytes; the multi-byte marks are looked for only in a gap that holds a non-ASCII byte.
+fn gap_ends(gap: &[u8]) -> (bool, bool) {
+    let (mut clause, mut hyphen, mut space, mut wide) = (false, false, false, false);
+    for &b in gap {
+        match b {
+            b'.' | b'!' | b'?' | b';' => return (true, true),
+            b',' | b':' | b'(' | b')' => clause = true,
+            b'-' => hyphen = true,
+            b' ' => space = true,
+            0x80.. => wide = true,
+            _ => {}
+        }
+    }
+    // A hyphen with a space beside it is a dash ("no worries - delete it"); alone it joins a
+    // compound ("co-op").
+    clause |= hyphen && space;
+    if !wide {
+        return (clause, false);
+    }
+    let sentence = gap
+        .windows(2)
+        .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
+        || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82]);
+    clause = clause
+        || sentence
+        // En and em dashes, the Arabic comma, the ideographic comma.
         || gap
-            .windows(2)
-            .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
-        || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82])
+            .windows(3)
+            .any(|w| matches!(w, [0xE2, 0x80, 0x93 | 0x94] | [0xE3, 0x80, 0x81]))
+        || gap.windows(2).any(|w| w == [0xD8, 0x8C]);
+    (clause, sentence)
 }
 
-/// Whether the text between two words ends a clause (see [`clause_starts`]).
-fn gap_ends_clause(gap: &[u8]) -> bool {
-    gap.iter()
-        .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b',' | b':' | b'(' | b')'))
-        // A hyphen with a space beside it is a dash ("no worries - delete it"); alone it
-        // joins a compound ("co-op").
-        || (gap.contains(&b'-') && gap.contains(&b' '))
-        // En and em dashes.
-        || gap
-            .windows(3)
-            .any(|w| w == [0xE2, 0x80, 0x93] || w == [0xE2, 0x80, 0x94])
-        || gap
-            .windows(2)
-            .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))
-        || gap
-            .windows(3)
-            .any(|w| w == [0xE3, 0x80, 0x82] || w == [0xE3, 0x80, 0x81])
+#[cfg(test)]
+mod tests {
+    use super::gap_ends;
+
+    /// Whether a gap ends a clause and a sentence, as first written: one search per mark.
+    fn searched(gap: &[u8]) -> (bool, bool) {
+        let sentence = gap.iter().any(|b| matches!(b, b'.' | b'!' | b'?' | b';'))
+            || gap
+                .windows(2)
+                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94]))
+            || gap.windows(3).any(|w| w == [0xE3, 0x80, 0x82]);
+        let clause = gap
+            .iter()
+            .any(|b| matches!(b, b'.' | b'!' | b'?' | b';' | b',' | b':' | b'(' | b')'))
+            || (gap.contains(&b'-') && gap.contains(&b' '))
+            || gap
+                .windows(3)
+                .any(|w| w == [0xE2, 0x80, 0x93] || w == [0xE2, 0x80, 0x94])
+            || gap
+                .windows(2)
+                .any(|w| matches!(w, [0xD8, 0x9F] | [0xD8, 0x9B] | [0xDB, 0x94] | [0xD8, 0x8C]))
+            || gap
+                .windows(3)
+                .any(|w| w == [0xE3, 0x80, 0x82] || w == [0xE3, 0x80, 0x81]);
+        (clause, clause && sentence)
+    }
+
+    #[test]
+    fn gaps_end_clauses_and_sentences() {
+        assert_eq!(gap_ends(b" "), (false, false));
+        assert_eq!(gap_ends(b", "), (true, false));
+        assert_eq!(gap_ends(b"; "), (true, true));
+        assert_eq!(gap_ends(b"-"), (false, false));
+        assert_eq!(gap_ends(b" - "), (true, false));
+        assert_eq!(gap_ends(" — ".as_bytes()), (true, false));
+        assert_eq!(gap_ends("، ".as_bytes()), (true, false));
+        assert_eq!(gap_ends("؟ ".as_bytes()), (true, true));
+        assert_eq!(gap_ends("。".as_bytes()), (true, true));
+        assert_eq!(gap_ends("、".as_bytes()), (true, false));
+        assert_eq!(gap_ends(" « ".as_bytes()), (false, false));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+        #[test]
+        fn one_pass_agrees_with_a_search_per_mark(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                " ", "-", ",", ".", "!", "?", ";", ":", "(", ")", "\"", "'", "«", "»", "–", "—",
+                "’", "؟", "؛", "۔", "،", "。", "、", "…", "“",
+            ]), 0..8)
+        ) {
+            let gap = parts.concat();
+            proptest::prop_assert_eq!(gap_ends(gap.as_bytes()), searched(gap.as_bytes()), "{:?}", gap);
+        }
+    }
 }
