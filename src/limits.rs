@@ -96,7 +96,7 @@ pub const MAX_DATA_BYTES: usize = 64 * 1024 * 1024;
 ///
 /// The I/O error of opening or reading; `IsADirectory` for a directory; `InvalidInput` for any
 /// other file that is not regular (the message names its type: `not a regular file (a FIFO)`)
-/// or for a file larger than `max` bytes.
+/// or for a file larger than `max` bytes (its inner error is a [`TooLarge`]).
 pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     regular(&std::fs::metadata(path)?)?;
@@ -108,11 +108,29 @@ pub fn read_file(path: &std::path::Path, max: usize) -> std::io::Result<Vec<u8>>
     if bytes.len() > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
-            format!("larger than the limit of {max} bytes"),
+            TooLarge { max },
         ));
     }
     Ok(bytes)
 }
+
+/// The error inside the [`std::io::Error`] (kind `InvalidInput`) that [`read_file`] and
+/// [`read_text`] return for a file larger than their `max` bytes; find it with
+/// `error.get_ref().and_then(|e| e.downcast_ref::<TooLarge>())`. Its message is
+/// `larger than the limit of {max} bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The limit the file exceeded, in bytes.
+    pub max: usize,
+}
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "larger than the limit of {} bytes", self.max)
+    }
+}
+
+impl std::error::Error for TooLarge {}
 
 /// Reads a regular file of at most `max` bytes as UTF-8 text, as [`read_file`] does.
 ///

@@ -61,13 +61,18 @@ fn load_any(path: &Path, legacy: Option<&Path>) -> Result<Policy, String> {
 
 /// Reads a small state file: `Ok(None)` when it does not exist.
 fn read_state(path: &Path, what: &str) -> Result<Option<String>, String> {
-    // Reads a regular file only, and at most one byte past the 4 MiB cap: a longer file is only
-    // known to be larger than the cap, so the message names the cap, not a length.
-    match toolwarden::limits::read_file(path, 4 * 1024 * 1024 + 1) {
-        Ok(bytes) if bytes.len() > 4 * 1024 * 1024 => Err(format!(
-            "{what} file `{}` is larger than 4 MiB, too large to be one; delete it",
-            path.display()
-        )),
+    // Reads a regular file only, of at most 4 MiB: `read_file` stops one byte past the cap, so a
+    // longer file is only known to be larger than it, and the message names the cap.
+    match toolwarden::limits::read_file(path, 4 * 1024 * 1024) {
+        Err(e)
+            if e.get_ref()
+                .is_some_and(|inner| inner.is::<toolwarden::limits::TooLarge>()) =>
+        {
+            Err(format!(
+                "{what} file `{}` is larger than 4 MiB, too large to be one; delete it",
+                path.display()
+            ))
+        }
         Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             format!(
                 "{what} file `{}` is corrupt: not UTF-8 text; delete it",
