@@ -17,7 +17,7 @@
 //!   the store's caps the new MCP session is closed again and refused (HTTP 429 for the
 //!   principal's cap, 503 for the gateway's), and a DELETE of the session forgets that state;
 //! - the answer to a request on `/mcp` is rmcp's event stream, or its one message as an
-//!   `application/json` body when that message is the request's response ([`answer`]);
+//!   `application/json` body when that message is the request's response (`answer.rs`);
 //! - on a loopback listener, the decision API checks the `Host` header (without one, the
 //!   URI's authority, HTTP/2's `:authority`) as rmcp does for `/mcp` (a page that rebinds a
 //!   name to 127.0.0.1 gets HTTP 403).
