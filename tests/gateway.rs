@@ -564,6 +564,25 @@ fn with_elicitation_the_user_confirms_and_the_model_cannot() {
             "{text}"
         );
     }
+    // A second initialize cannot take elicitation away from the session (so that a model's
+    // `confirmed` would then confirm): it is refused, and the user is still the one asked.
+    let r = s.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(
+        r["error"],
+        json!({"code": -32600, "message": "Invalid Request: this session is already initialized; an MCP session has one initialize (open a new session for other capabilities)"}),
+        "{r}"
+    );
+    let (asked, r) = call_answering(
+        &s,
+        "mcp__a__save_doc",
+        json!({"title": "reinit", "confirmed": true}),
+        json!({"action": "decline"}),
+    );
+    assert!(asked.is_some(), "{r}");
+    assert_eq!(r["result"]["isError"], true, "{r}");
     assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
 }
 

@@ -4,13 +4,14 @@
 //! `resources/*` and `prompts/*` are refused with a JSON-RPC error saying why ([`not_served`]),
 //! so nothing reaches an upstream unjudged.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams,
     ElicitationAction, ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse,
-    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig,
 };
@@ -32,6 +33,11 @@ pub struct GatewayHandler {
     /// The identity of the one stdio client (the command line's) and the session the gateway
     /// opened for it; `None` over HTTP, where each request carries its own.
     stdio: Option<(Identity, String)>,
+    /// Whether the session's one `initialize` was answered. A second is refused: the client's
+    /// capabilities (whether it elicits, so whether the user or a `confirmed` field confirms)
+    /// are those it declared when the session opened, and nobody holding the session id can
+    /// change them later.
+    initialized: Arc<AtomicBool>,
 }
 
 /// The refusal of `method` (a `resources/…` or `prompts/…` request): JSON-RPC -32601 saying
@@ -56,6 +62,7 @@ impl GatewayHandler {
         GatewayHandler {
             gateway,
             stdio: None,
+            initialized: Arc::default(),
         }
     }
 
@@ -65,6 +72,7 @@ impl GatewayHandler {
         GatewayHandler {
             gateway,
             stdio: Some((identity, session)),
+            initialized: Arc::default(),
         }
     }
 
@@ -149,6 +157,24 @@ fn elicits(ctx: &RequestContext<RoleServer>) -> bool {
 }
 
 impl ServerHandler for GatewayHandler {
+    /// The handshake: the first `initialize` of the session is answered as rmcp does; any
+    /// later one is refused with -32600 and changes nothing (rmcp's default would replace the
+    /// client's declared capabilities, elicitation included).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.initialized.swap(true, Ordering::SeqCst) {
+            return Err(ErrorData::invalid_request(
+                "Invalid Request: this session is already initialized; an MCP session has one initialize (open a new session for other capabilities)",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(
