@@ -384,7 +384,9 @@ pub fn warden_name(s: &str) -> String {
     }
 }
 
-/// Checks a `--server` name: non-empty, no `__` (the connector separator), no line break.
+/// Checks a `--server` name: non-empty, no `__` (the connector separator), not ending in `_`
+/// (`mcp__x___y` would read as server `x`, tool `_y`: a server `x_` could never be named
+/// apart from it), no line break, quote or backslash.
 ///
 /// # Errors
 ///
@@ -396,6 +398,12 @@ pub fn check_server_name(server: &str) -> Result<(), String> {
     if server.contains("__") {
         return Err(format!(
             "server name `{server}` contains `__`, which separates server and tool in mcp__<server>__<tool>"
+        ));
+    }
+    if server.ends_with('_') {
+        return Err(format!(
+            "server name `{server}` ends with `_`: in mcp__{server}__<tool> the separator `__` would be read one `_` early (server `{}`, tool `_<tool>`)",
+            server.trim_end_matches('_')
         ));
     }
     if server.contains('\n') || server.contains('"') || server.contains('\\') {

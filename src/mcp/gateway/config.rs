@@ -535,6 +535,10 @@ url = "http://127.0.0.1:9100/mcp"
                 .contains("needs exactly one of `command`")
         );
         assert!(err("policy = \"p\"\n[servers.a__b]\ncommand = [\"x\"]\n").contains("`__`"));
+        assert_eq!(
+            err("policy = \"p\"\n[servers.x_]\ncommand = [\"x\"]\n"),
+            "[servers.x_]: server name `x_` ends with `_`: in mcp__x___<tool> the separator `__` would be read one `_` early (server `x`, tool `_<tool>`)"
+        );
         assert!(err("policy = \"p\"\n").contains("no upstream server"));
         assert!(
             err(&format!("policy = \"p\"\n[limits]\nmax_sessions = 0{fs}"))
