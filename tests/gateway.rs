@@ -583,6 +583,21 @@ fn with_elicitation_the_user_confirms_and_the_model_cannot() {
     );
     assert!(asked.is_some(), "{r}");
     assert_eq!(r["result"]["isError"], true, "{r}");
+    // The question shows a right-to-left override in the arguments escaped, not applied.
+    let (asked, _) = call_answering(
+        &s,
+        "mcp__a__save_doc",
+        json!({"title": "a\u{202e}txt.exe"}),
+        json!({"action": "decline"}),
+    );
+    let asked = asked.expect("the user was asked");
+    let message = asked["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            r#"Allow `mcp__a__save_doc` with arguments {"title":"a\u{202e}txt.exe"}?"#
+        ),
+        "{message}"
+    );
     assert_eq!(calls_received(g.dir.path()), ["save_doc"]);
 }
 

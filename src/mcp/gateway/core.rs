@@ -84,7 +84,12 @@ impl std::fmt::Debug for Gateway {
 }
 
 pub(crate) fn log(message: &str) {
-    eprintln!("toolwarden gateway: {message}");
+    // One line, whatever a client or a server put in the names and errors it carries: control,
+    // bidirectional and invisible characters are escaped, so nothing forges or hides a line.
+    eprintln!(
+        "toolwarden gateway: {}",
+        crate::mcp::message::escape_log(message)
+    );
 }
 
 fn tool_error(text: &str, structured: Value) -> Value {
@@ -548,10 +553,12 @@ impl Gateway {
         };
         if judged.record.decision == "confirm" && !self.config.advisory {
             if let Some(confirm) = confirm {
-                let message = format!(
+                // The user reads this: bidirectional and invisible characters in the model's
+                // arguments are shown escaped, so the text cannot be reordered or hidden.
+                let message = crate::mcp::message::escape_log(&format!(
                     "Allow `{name}` with arguments {}? {}",
                     args, judged.record.reason
-                );
+                ));
                 match confirm(message).await {
                     UserAnswer::Confirmed => {
                         let mut confirmed = args.as_object().cloned().unwrap_or_default();
