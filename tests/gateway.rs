@@ -334,6 +334,14 @@ fn bad_input_over_http_is_refused_and_nothing_unjudged_reaches_a_server() {
         r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
         r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}]"#,
+        // Not JSON-RPC 2.0, or an id that is no string or 64-bit integer.
+        r#"{"id":1,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1e3,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
     ] {
         let r = s.send_raw(refused.as_bytes());
         assert_eq!(r.status, 400, "{refused}: {r:?}");

@@ -7,8 +7,9 @@
 //!   parsed once, strictly ([`parse_message`]: a duplicated key or too deep is -32600, not
 //!   JSON is -32700, both with HTTP 400), and what the handlers read is that parsed value
 //!   serialized again, never the client's bytes;
-//! - on `/mcp`, a JSON-RPC batch is refused (-32600; MCP has no batches since 2025-06-18), and
-//!   so is a `tools/call` without an id or with `"id": null` (a call must be answerable to be
+//! - on `/mcp`, a message that is not JSON-RPC 2.0 or whose id is neither a string nor a
+//!   64-bit signed integer is refused (-32600), a JSON-RPC batch too (MCP has no batches since
+//!   2025-06-18), and so is a `tools/call` without an id or with `"id": null` (a call must be answerable to be
 //!   judged and confirmed), so every call reaches the judging handler as a request;
 //! - an MCP session belongs to the principal whose `initialize` opened it: a request naming
 //!   another principal's session (or one the gateway did not open) gets HTTP 404, whatever its
@@ -97,6 +98,16 @@ pub(crate) fn refuse_framing(msg: &Value) -> Option<&'static str> {
             Some("Invalid Request: JSON-RPC batches are not accepted (MCP has none)")
         }
         Value::Object(o) => {
+            if o.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+                return Some("Invalid Request: a JSON-RPC message has `\"jsonrpc\": \"2.0\"`");
+            }
+            // MCP ids are strings or integers; a fraction, an exponent or an integer past 64
+            // signed bits would be answered under another id, and any other type has none.
+            if let Some(id) = o.get("id") {
+                if !(id.is_null() || id.is_string() || id.is_i64()) {
+                    return Some("Invalid Request: an id is a string or an integer (of at most 64 signed bits)");
+                }
+            }
             let call = o.get("method").and_then(Value::as_str) == Some("tools/call");
             let no_id = matches!(o.get("id"), None | Some(Value::Null));
             (call && no_id).then_some(
