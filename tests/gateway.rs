@@ -1336,3 +1336,58 @@ fn the_decision_api_judges_a_session_with_its_labels_and_an_allowed_call_adds_th
     assert_eq!(check(None, "mcp__a__touch").0, "allow");
     assert_eq!(check(Some(&fresh), "mcp__a__touch").0, "allow");
 }
+
+#[test]
+fn with_elicitation_only_a_client_without_elicitation_cannot_confirm_and_the_user_still_can() {
+    let g = start(|d| config(d, "elicitation_only = true"));
+    let mut s = Session::open(g.port, None).unwrap();
+    // No confirmation field is offered to the model.
+    let r = s.request("tools/list", json!({}));
+    let save = r["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__a__save_doc")
+        .unwrap()
+        .clone();
+    assert_eq!(save["inputSchema"], json!({"type": "object"}));
+    // A call that needs confirmation is refused, with or without the model's field, and
+    // nothing is held for a repeat to confirm.
+    for args in [
+        json!({"title": "t"}),
+        json!({"title": "t", "confirmed": true}),
+    ] {
+        let r = s.call("mcp__a__save_doc", args.clone());
+        let structured = &r["result"]["structuredContent"];
+        assert_eq!(
+            (
+                structured["decision"].clone(),
+                structured["metadata"]["stage"].clone()
+            ),
+            (json!("deny"), json!("confirmation")),
+            "{args}: {r}"
+        );
+        let text = r["result"]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            text,
+            "toolwarden did not run `mcp__a__save_doc`: it needs the user's confirmation (`mcp__a__save_doc` says `confirm always`), and this gateway takes it only through elicitation, which this client did not declare"
+        );
+    }
+    // A call that needs none still runs.
+    let r = s.call("mcp__a__touch", json!({}));
+    assert_eq!(r["result"]["isError"], Value::Null, "{r}");
+    // An eliciting client's user confirms as before.
+    let e = open_eliciting(g.port);
+    let (asked, r) = call_answering(
+        &e,
+        "mcp__a__save_doc",
+        json!({"title": "yes"}),
+        json!({"action": "accept", "content": {"confirm": true}}),
+    );
+    assert!(asked.is_some(), "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"],
+        json!({"server": "a", "tool": "save_doc", "arguments": {"title": "yes"}})
+    );
+    assert_eq!(calls_received(g.dir.path()), ["touch", "save_doc"]);
+}

@@ -501,9 +501,7 @@ impl Policy {
                 verdict.reason = if fields.is_empty() {
                     format!("`{tool}` needs confirmation ({why}) and the policy declares no `confirm fields`")
                 } else {
-                    format!(
-                        "`{tool}` needs confirmation: ask the user, then repeat the call with {fields} set to true ({why})"
-                    )
+                    format!("`{tool}` needs confirmation{CONFIRM_ASK}{fields}{CONFIRM_SET}{why})")
                 };
                 verdict.pending = Some(PendingCall {
                     tool: tool.to_string(),
@@ -837,4 +835,46 @@ fn rule_reason(f: &FiredRule) -> String {
         (None, None) => {}
     }
     text
+}
+
+/// The instruction in the reason of a call held for confirmation, between the tool and the
+/// confirmation fields: `` `TOOL` needs confirmation: ask the user, then repeat the call with
+/// FIELDS set to true (WHY)``.
+const CONFIRM_ASK: &str = ": ask the user, then repeat the call with ";
+/// What follows the confirmation fields in that reason, before why the call needs it.
+const CONFIRM_SET: &str = " set to true (";
+
+/// Why a call held for confirmation needs it, out of its verdict's `reason`: the WHY of
+/// `` `TOOL` needs confirmation: ask the user, then repeat the call with FIELDS set to true
+/// (WHY)``, for a reader who is the user, not the model told to repeat the call. Any other
+/// reason is returned whole.
+pub(crate) fn confirmation_why(reason: &str) -> &str {
+    let Some(at) = reason.find(CONFIRM_ASK) else {
+        return reason;
+    };
+    let rest = &reason[at + CONFIRM_ASK.len()..];
+    match (rest.find(CONFIRM_SET), rest.strip_suffix(')')) {
+        (Some(set), Some(_)) => &rest[set + CONFIRM_SET.len()..rest.len() - 1],
+        _ => reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::confirmation_why;
+
+    #[test]
+    fn the_why_of_a_confirmation_reason_is_read_back_and_any_other_reason_is_whole() {
+        assert_eq!(
+            confirmation_why("`pay` needs confirmation: ask the user, then repeat the call with `confirmed` set to true (`pay` says `confirm always`)"),
+            "`pay` says `confirm always`"
+        );
+        assert_eq!(confirmation_why("`pay` is denied"), "`pay` is denied");
+        assert_eq!(
+            confirmation_why(
+                "`pay` needs confirmation: ask the user, then repeat the call with `ok`"
+            ),
+            "`pay` needs confirmation: ask the user, then repeat the call with `ok`"
+        );
+    }
 }

@@ -20,6 +20,7 @@ mod request;
 mod session;
 mod stages;
 
+pub(crate) use call::confirmation_why;
 pub use json::canonical_json_text;
 pub use policy::Policy;
 pub(crate) use policy::{Inner, Relations};

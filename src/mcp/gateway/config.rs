@@ -31,6 +31,10 @@ pub struct GatewayConfig {
     pub audit_fsync: bool,
     /// Record decisions but forward every call.
     pub advisory: bool,
+    /// `elicitation_only = true`: a call that needs confirmation is confirmed by the user
+    /// through elicitation or not at all; a client without elicitation is offered no
+    /// confirmation field and such a call is refused (the model cannot confirm it).
+    pub elicitation_only: bool,
     /// Connector allowlists by tier (`task`, `session`, `project`) for every session; a
     /// token's connectors claim replaces the `session` tier.
     pub connectors: BTreeMap<String, Vec<String>>,
@@ -157,6 +161,8 @@ struct Raw {
     audit_fsync: bool,
     #[serde(default)]
     advisory: bool,
+    #[serde(default)]
+    elicitation_only: bool,
     #[serde(default)]
     connectors: BTreeMap<String, Vec<String>>,
     limits: Option<RawLimits>,
@@ -391,6 +397,7 @@ impl GatewayConfig {
             audit: raw.audit.map(resolve),
             audit_fsync: raw.audit_fsync,
             advisory: raw.advisory,
+            elicitation_only: raw.elicitation_only,
             connectors: raw.connectors,
             limits,
             identity,

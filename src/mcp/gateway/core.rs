@@ -219,7 +219,8 @@ impl Gateway {
             Some(server.to_string()),
             self.config.advisory,
         )?;
-        Ok(if elicitation {
+        // With `elicitation_only`, no client is offered the field, eliciting or not.
+        Ok(if elicitation || self.config.elicitation_only {
             judge.without_confirm_field_declaration()
         } else {
             judge
@@ -348,6 +349,34 @@ impl Gateway {
 
     /// Writes the record of one decision, `decision_id`, to the audit log (one `write` of the
     /// whole line, then flush), before its call is forwarded, and puts the decision on `span`.
+    /// The answer to a call refused at stage `confirmation` (the user declined, or could not be
+    /// asked): its record, a deny with `text` as the reason, and an `isError` result.
+    fn refused_at_confirmation(
+        &self,
+        judged: &CallRecord,
+        text: String,
+        decision_id: &str,
+        span: &mut CallSpan,
+        name: &str,
+    ) -> CallAnswer {
+        let rec = CallRecord {
+            decision: "deny",
+            stage: Some("confirmation".to_string()),
+            reason: text.clone(),
+            forwarded: false,
+            ..judged.clone()
+        };
+        if let Err(e) = self.record(&rec, decision_id, span) {
+            log(&e);
+        }
+        CallAnswer::Result(tool_error(
+            &text,
+            json!({"ok": false, "decision": "deny", "tool": name,
+                   "reason": text,
+                   "metadata": {"blocked_by_policy": true, "stage": "confirmation"}}),
+        ))
+    }
+
     fn record(
         &self,
         rec: &CallRecord,
@@ -481,7 +510,9 @@ impl Gateway {
         };
         let mut args = arguments.unwrap_or_default();
         let elicitation = confirm.is_some();
-        if elicitation {
+        // A confirmation field from the model never counts where the user confirms (an
+        // eliciting client) or where nothing but the user may (`elicitation_only`).
+        if elicitation || self.config.elicitation_only {
             for f in self.policy.confirm_fields() {
                 args.remove(f);
             }
@@ -557,7 +588,8 @@ impl Gateway {
                 // arguments are shown escaped, so the text cannot be reordered or hidden.
                 let message = crate::mcp::message::escape_log(&format!(
                     "Allow `{name}` with arguments {}? {}",
-                    args, judged.record.reason
+                    args,
+                    crate::eval::confirmation_why(&judged.record.reason)
                 ));
                 match confirm(message).await {
                     UserAnswer::Confirmed => {
@@ -585,24 +617,27 @@ impl Gateway {
                         let text = format!(
                             "toolwarden did not run `{name}`: the user declined it ({why})"
                         );
-                        let rec = CallRecord {
-                            decision: "deny",
-                            stage: Some("confirmation".to_string()),
-                            reason: text.clone(),
-                            forwarded: false,
-                            ..judged.record.clone()
-                        };
-                        if let Err(e) = self.record(&rec, &decision_id, span) {
-                            log(&e);
-                        }
-                        return CallAnswer::Result(tool_error(
-                            &text,
-                            json!({"ok": false, "decision": "deny", "tool": name,
-                                   "reason": text,
-                                   "metadata": {"blocked_by_policy": true, "stage": "confirmation"}}),
-                        ));
+                        return self.refused_at_confirmation(
+                            &judged.record,
+                            text,
+                            &decision_id,
+                            span,
+                            name,
+                        );
                     }
                 }
+            } else if self.config.elicitation_only {
+                let text = format!(
+                    "toolwarden did not run `{name}`: it needs the user's confirmation ({}), and this gateway takes it only through elicitation, which this client did not declare",
+                    crate::eval::confirmation_why(&judged.record.reason)
+                );
+                return self.refused_at_confirmation(
+                    &judged.record,
+                    text,
+                    &decision_id,
+                    span,
+                    name,
+                );
             }
         }
         if let Err(e) = self.record(&judged.record, &decision_id, span) {
