@@ -1391,3 +1391,35 @@ fn with_elicitation_only_a_client_without_elicitation_cannot_confirm_and_the_use
     );
     assert_eq!(calls_received(g.dir.path()), ["touch", "save_doc"]);
 }
+
+#[test]
+fn a_request_with_an_id_still_in_flight_in_its_session_is_refused_and_the_id_is_free_after() {
+    let g = start(|d| config(d, ""));
+    let mut s = open_eliciting(g.port);
+    let (asked, r) = call_answering_with(
+        &s,
+        "mcp__a__save_doc",
+        json!({"title": "t"}),
+        json!({"action": "decline"}),
+        |s| {
+            // The call (id 77) waits for the user: another request with id 77 in this session
+            // is refused, not answered with the call's result.
+            let r = s.send(&json!({"jsonrpc": "2.0", "id": 77, "method": "tools/list"}));
+            assert_eq!(r.status, 400, "{r:?}");
+            assert_eq!(
+                r.json()["error"],
+                json!({"code": -32600, "message": "Invalid Request: a request with this id is still being answered in this session; send it with another id"})
+            );
+            // Another session may use the same id.
+            let mut other = Session::open(s.port, None).unwrap();
+            other.next = 76;
+            assert!(other.request("tools/list", json!({}))["result"]["tools"].is_array());
+        },
+    );
+    assert!(asked.is_some(), "{r}");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    // Answered, the id is free again.
+    s.next = 76;
+    assert!(s.request("tools/list", json!({}))["result"]["tools"].is_array());
+    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
+}

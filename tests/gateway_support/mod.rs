@@ -376,6 +376,19 @@ pub fn call_answering(
     args: Value,
     answer: Value,
 ) -> (Option<Value>, Value) {
+    call_answering_with(s, name, args, answer, |_| {})
+}
+
+/// [`call_answering`], running `while_asked` on the session while the elicitation waits for
+/// its answer (the call, id 77, in flight).
+pub fn call_answering_with(
+    s: &Session,
+    name: &str,
+    args: Value,
+    answer: Value,
+    while_asked: impl FnOnce(&Session),
+) -> (Option<Value>, Value) {
+    let mut while_asked = Some(while_asked);
     let body = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
                       "params": {"name": name, "arguments": args}})
     .to_string();
@@ -413,6 +426,9 @@ pub fn call_answering(
         };
         if msg["method"] == "elicitation/create" {
             asked = Some(msg["params"].clone());
+            if let Some(f) = while_asked.take() {
+                f(s);
+            }
             let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer});
             let r = s.send(&reply);
             assert_eq!(r.status, 202, "{r:?}");

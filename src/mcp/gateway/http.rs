@@ -17,6 +17,8 @@
 //! - `initialize` opens the session's judging state for the principal in the session store; at
 //!   the store's caps the new MCP session is closed again and refused (HTTP 429 for the
 //!   principal's cap, 503 for the gateway's), and a DELETE of the session forgets that state;
+//! - a request whose id is still being answered in its session is refused (-32600), so no
+//!   answer carries another request's result (`in_flight.rs`);
 //! - the answer to a request on `/mcp` is rmcp's event stream, or its one message as an
 //!   `application/json` body when that message is the request's response (`answer.rs`);
 //! - on a loopback listener, the decision API checks the `Host` header (without one, the
@@ -43,6 +45,7 @@ use super::api;
 use super::core::Gateway;
 use super::handler::GatewayHandler;
 use super::identity::{Identity, Verifier};
+use super::in_flight::{until_answered, InFlight};
 use super::session_store::StoreError;
 use crate::mcp::message::{parse_message, rpc_error, INVALID_REQUEST};
 
@@ -56,6 +59,8 @@ pub(crate) struct Guard {
     pub owners: Arc<Mutex<HashMap<String, String>>>,
     /// Whether the decision API checks the `Host` header (a loopback listener).
     pub check_host: bool,
+    /// The request ids each MCP session has in flight.
+    pub in_flight: InFlight,
 }
 
 /// Whether a `Host` header names the loopback interface (`localhost`, `127.0.0.1`, `[::1]`,
@@ -245,6 +250,20 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
         Some(id) if mcp && !id.is_null() && msg.get("method").is_some() => Some(id.clone()),
         _ => None,
     };
+    // One request per id at a time in a session: rmcp would answer the second with the
+    // first's result.
+    let held = match (&session, &request_id) {
+        (Some(sid), Some(id)) => match g.in_flight.hold(sid, id) {
+            Some(h) => Some(h),
+            None => {
+                return rpc_refusal(
+                    INVALID_REQUEST,
+                    "Invalid Request: a request with this id is still being answered in this session; send it with another id",
+                )
+            }
+        },
+        _ => None,
+    };
     let text = msg.to_string();
     parts.headers.insert(
         header::CONTENT_LENGTH,
@@ -278,8 +297,12 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
             owners.insert(id, principal);
         }
     }
-    match request_id {
+    let response = match request_id {
         Some(id) => answer::plain(response, &id).await,
+        None => response,
+    };
+    match held {
+        Some(h) => until_answered(response, h),
         None => response,
     }
 }
@@ -321,6 +344,7 @@ pub fn app(gateway: Arc<Gateway>) -> Result<Router, String> {
         sessions,
         owners: Arc::default(),
         check_host: config.listen.is_some_and(|a| a.ip().is_loopback()),
+        in_flight: InFlight::default(),
     };
     Ok(Router::new()
         .route_service("/mcp", service)

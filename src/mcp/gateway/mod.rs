@@ -23,6 +23,7 @@ pub mod core;
 pub mod handler;
 pub mod http;
 pub mod identity;
+mod in_flight;
 pub mod listener;
 pub mod redis_store;
 pub mod session_store;
