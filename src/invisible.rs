@@ -31,12 +31,26 @@ const FORMAT: &[(u32, u32)] = &[
     (0xE0020, 0xE007F),
 ];
 
+/// Characters outside category Cf that show nothing or break a line where none is seen: the
+/// line and paragraph separators (U+2028, U+2029), the combining grapheme joiner (U+034F),
+/// the Khmer inherent vowels (U+17B4, U+17B5) and the Hangul fillers (U+115F, U+1160,
+/// U+3164, U+FFA0), all default-ignorable or line-breaking in Unicode.
+const ALSO_INVISIBLE: &[char] = &[
+    '\u{034F}', '\u{115F}', '\u{1160}', '\u{17B4}', '\u{17B5}', '\u{2028}', '\u{2029}', '\u{3164}',
+    '\u{FFA0}',
+];
+
 /// Whether `c` is invisible: a control character (U+0000–U+001F, U+007F–U+009F, tab and line
-/// feed included) or a format character (category Cf: U+200B–U+200F, the bidirectional
-/// controls U+202A–U+202E and U+2066–U+2069, U+061C, U+FEFF, …).
+/// feed included), a format character (category Cf: U+200B–U+200F, the bidirectional
+/// controls U+202A–U+202E and U+2066–U+2069, U+061C, U+FEFF, the tags U+E0001 and
+/// U+E0020–U+E007F, …), or a line or paragraph separator (U+2028, U+2029), the combining
+/// grapheme joiner (U+034F), a Khmer inherent vowel (U+17B4, U+17B5) or a Hangul filler
+/// (U+115F, U+1160, U+3164, U+FFA0).
 pub fn is_invisible(c: char) -> bool {
     let u = u32::from(c);
-    c.is_control() || FORMAT.iter().any(|&(lo, hi)| (lo..=hi).contains(&u))
+    c.is_control()
+        || FORMAT.iter().any(|&(lo, hi)| (lo..=hi).contains(&u))
+        || ALSO_INVISIBLE.contains(&c)
 }
 
 /// Whether `c` is a bidirectional control (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F,
@@ -97,10 +111,14 @@ mod tests {
             '\u{2060}',
             '\u{feff}',
             '\u{e0041}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{3164}',
+            '\u{34f}',
         ] {
             assert!(is_invisible(c), "U+{:04X}", u32::from(c));
         }
-        for c in ['a', ' ', 'é', 'ک', '\u{301}', '\u{a0}', '\u{2028}', '😀'] {
+        for c in ['a', ' ', 'é', 'ک', '\u{301}', '\u{a0}', '\u{fe0f}', '😀'] {
             assert!(!is_invisible(c), "U+{:04X}", u32::from(c));
         }
     }

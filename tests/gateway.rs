@@ -342,6 +342,12 @@ fn bad_input_over_http_is_refused_and_nothing_unjudged_reaches_a_server() {
         r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/call","params":{"name":"mcp__a__erase_all","arguments":{}}}"#,
         r#"{"jsonrpc":"2.0","id":true,"method":"tools/list"}"#,
+        // A null id on any request, a method that is no string, a request that is also a
+        // response, a message that is neither.
+        r#"{"jsonrpc":"2.0","id":null,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
     ] {
         let r = s.send_raw(refused.as_bytes());
         assert_eq!(r.status, 400, "{refused}: {r:?}");
@@ -591,18 +597,19 @@ fn with_elicitation_the_user_confirms_and_the_model_cannot() {
     );
     assert!(asked.is_some(), "{r}");
     assert_eq!(r["result"]["isError"], true, "{r}");
-    // The question shows a right-to-left override in the arguments escaped, not applied.
+    // The question shows a right-to-left override, a line separator and a tag character in
+    // the arguments escaped, not applied.
     let (asked, _) = call_answering(
         &s,
         "mcp__a__save_doc",
-        json!({"title": "a\u{202e}txt.exe"}),
+        json!({"title": "a\u{202e}txt.exe\u{2028}\u{e0041}"}),
         json!({"action": "decline"}),
     );
     let asked = asked.expect("the user was asked");
     let message = asked["message"].as_str().unwrap();
     assert!(
         message.starts_with(
-            r#"Allow `mcp__a__save_doc` with arguments {"title":"a\u{202e}txt.exe"}?"#
+            r#"Allow `mcp__a__save_doc` with arguments {"title":"a\u{202e}txt.exe\u{2028}\u{e0041}"}?"#
         ),
         "{message}"
     );
@@ -1421,5 +1428,37 @@ fn a_request_with_an_id_still_in_flight_in_its_session_is_refused_and_the_id_is_
     // Answered, the id is free again.
     s.next = 76;
     assert!(s.request("tools/list", json!({}))["result"]["tools"].is_array());
-    assert_eq!(calls_received(g.dir.path()), Vec::<String>::new());
+    // A call waiting for the user outlives its closed connection: its id stays taken until
+    // the call ends, so its result cannot answer a later request with that id.
+    let mut reader = start_call(&s, "mcp__a__save_doc", json!({"title": "gone"}));
+    let asked = next_message(&mut reader);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    drop(reader);
+    let reuse = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+                       "params": {"name": "mcp__a__touch", "arguments": {}}});
+    let r = s.send(&reuse);
+    assert_eq!(
+        (r.status, r.json()["error"]["code"].clone()),
+        (400, json!(-32600)),
+        "{r:?}"
+    );
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}});
+    assert_eq!(s.send(&reply).status, 202);
+    // Declined, the call ends and the id is free (within a few seconds: the call's end is
+    // noticed by the gateway, not the test).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let r = loop {
+        let r = s.send(&reuse);
+        if r.status == 200 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(r.status, 200, "{r:?}");
+    let touched = r.json();
+    assert_eq!(
+        touched["result"]["structuredContent"]["tool"], "touch",
+        "{touched}"
+    );
+    assert_eq!(calls_received(g.dir.path()), ["touch"]);
 }

@@ -141,22 +141,18 @@ pub fn answer_id(id: &Value) -> Value {
 }
 
 /// `text` with every character that could forge or hide part of a log line escaped as
-/// `\u{…}`: control characters (C0, DEL, C1), bidirectional controls and zero-width or other
-/// invisible format characters. A backslash stays as it is. Used for every client- or
-/// server-supplied string in the proxy's log lines.
+/// `\u{…}`: every character [`crate::invisible::is_invisible`] names (control characters,
+/// bidirectional controls, zero-width and other format characters, tags, line and paragraph
+/// separators). A backslash stays as it is. Used for every client- or server-supplied string
+/// in the proxy's and the gateway's log lines and in the gateway's question to the user.
 pub fn escape_log(text: &str) -> String {
-    let needs = |c: char| {
-        c.is_control()
-            || matches!(c,
-                '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}'
-                | '\u{2066}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
-    };
-    if !text.chars().any(needs) {
+    use crate::invisible::is_invisible;
+    if !text.chars().any(is_invisible) {
         return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if needs(c) {
+        if is_invisible(c) {
             out.push_str(&format!("\\u{{{:x}}}", c as u32));
         } else {
             out.push(c);

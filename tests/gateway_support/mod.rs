@@ -389,6 +389,27 @@ pub fn call_answering_with(
     while_asked: impl FnOnce(&Session),
 ) -> (Option<Value>, Value) {
     let mut while_asked = Some(while_asked);
+    let mut reader = start_call(s, name, args);
+    let mut asked = None;
+    loop {
+        let msg = next_message(&mut reader);
+        if msg["method"] == "elicitation/create" {
+            asked = Some(msg["params"].clone());
+            if let Some(f) = while_asked.take() {
+                f(s);
+            }
+            let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer});
+            let r = s.send(&reply);
+            assert_eq!(r.status, 202, "{r:?}");
+        } else if msg["id"] == 77 {
+            return (asked, msg);
+        }
+    }
+}
+
+/// Sends `tools/call name args` with id 77 in session `s` on its own connection; returns the
+/// connection, to read the answer's messages with [`next_message`].
+pub fn start_call(s: &Session, name: &str, args: Value) -> BufReader<TcpStream> {
     let body = json!({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
                       "params": {"name": name, "arguments": args}})
     .to_string();
@@ -409,8 +430,11 @@ pub fn call_answering_with(
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     stream.write_all(raw.as_bytes()).unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut asked = None;
+    BufReader::new(stream)
+}
+
+/// The next message of an answer's event stream (panics when the stream ends first).
+pub fn next_message(reader: &mut BufReader<TcpStream>) -> Value {
     let mut line = String::new();
     loop {
         line.clear();
@@ -421,19 +445,8 @@ pub fn call_answering_with(
         let Some(data) = line.trim_end().strip_prefix("data: ") else {
             continue;
         };
-        let Ok(msg) = serde_json::from_str::<Value>(data) else {
-            continue;
-        };
-        if msg["method"] == "elicitation/create" {
-            asked = Some(msg["params"].clone());
-            if let Some(f) = while_asked.take() {
-                f(s);
-            }
-            let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "result": answer});
-            let r = s.send(&reply);
-            assert_eq!(r.status, 202, "{r:?}");
-        } else if msg["id"] == 77 {
-            return (asked, msg);
+        if let Ok(msg) = serde_json::from_str::<Value>(data) {
+            return msg;
         }
     }
 }

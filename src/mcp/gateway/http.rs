@@ -113,6 +113,25 @@ pub(crate) fn refuse_framing(msg: &Value) -> Option<&'static str> {
                     return Some("Invalid Request: an id is a string or an integer (of at most 64 signed bits)");
                 }
             }
+            // A request or notification (a string `method`), or a response (a `result` or an
+            // `error`, with no `method`); MCP ids are never null.
+            let answer = o.contains_key("result") || o.contains_key("error");
+            match o.get("method") {
+                Some(Value::String(_)) if answer => {
+                    return Some("Invalid Request: a message is a request or a response, not both")
+                }
+                Some(Value::String(_)) if o.get("id") == Some(&Value::Null) => {
+                    return Some("Invalid Request: an id is a string or an integer, never null")
+                }
+                Some(Value::String(_)) => {}
+                Some(_) => return Some("Invalid Request: `method` is a string"),
+                None if !answer => {
+                    return Some(
+                        "Invalid Request: a message has a `method`, or a `result` or an `error`",
+                    )
+                }
+                None => {}
+            }
             let call = o.get("method").and_then(Value::as_str) == Some("tools/call");
             let no_id = matches!(o.get("id"), None | Some(Value::Null));
             (call && no_id).then_some(
@@ -264,6 +283,10 @@ async fn guard(State(g): State<Guard>, req: Request, next: Next) -> Response {
         },
         _ => None,
     };
+    if let Some(h) = &held {
+        // rmcp hands the request's parts to the handler: the handler holds the id too.
+        parts.extensions.insert(h.clone());
+    }
     let text = msg.to_string();
     parts.headers.insert(
         header::CONTENT_LENGTH,

@@ -2,8 +2,11 @@
 //! request of the same id in the session, so two requests with one id at once would have one
 //! answered with the other's result (both judged, but the client reads the wrong one, and the
 //! other waits until its connection closes). The guard layer refuses a second request with an
-//! id still being answered; the id is free again when the first answer's body is done (sent,
-//! or dropped with its connection).
+//! id still being answered. The id is held by the answer's body and by the request that rmcp's
+//! handler reads (a clone in its extensions): it is free again only when the body is done
+//! (sent, or dropped with its connection) and the handler has finished with the request (a
+//! call waiting for the user outlives a closed connection, and its result would otherwise
+//! answer the next request that takes the id).
 
 use std::collections::HashSet;
 use std::pin::Pin;
@@ -21,8 +24,14 @@ pub(crate) struct InFlight {
     ids: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
-/// One id held in flight; dropping it frees the id.
+/// One id held in flight; dropping its last clone frees the id.
+#[derive(Clone)]
 pub(crate) struct Held {
+    _entry: Arc<HeldId>,
+}
+
+/// The entry of [`Held`]; removed from the set when dropped.
+struct HeldId {
     ids: Arc<Mutex<HashSet<(String, String)>>>,
     key: (String, String),
 }
@@ -38,13 +47,15 @@ impl InFlight {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(key.clone());
         fresh.then(|| Held {
-            ids: self.ids.clone(),
-            key,
+            _entry: Arc::new(HeldId {
+                ids: self.ids.clone(),
+                key,
+            }),
         })
     }
 }
 
-impl Drop for Held {
+impl Drop for HeldId {
     fn drop(&mut self) {
         self.ids
             .lock()
@@ -106,6 +117,11 @@ mod tests {
         let f = InFlight::default();
         let a = f.hold("s1", &json!(7)).expect("free");
         assert!(f.hold("s1", &json!(7)).is_none());
+        // A clone (the handler's) keeps the id held after the first is dropped.
+        let handler = a.clone();
+        drop(a);
+        assert!(f.hold("s1", &json!(7)).is_none());
+        let a = handler;
         // Another session, or another id (a string "7" is not the number 7), is free.
         let b = f.hold("s2", &json!(7)).expect("another session");
         let c = f.hold("s1", &json!("7")).expect("another id");
