@@ -528,14 +528,7 @@ fn with_elicitation_the_user_confirms_and_the_model_cannot() {
     let g = start(|d| config(d, ""));
     let mut s = open_eliciting(g.port);
     // No confirmation field is offered to the model of an eliciting client.
-    let r = s.request("tools/list", json!({}));
-    let save = r["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "mcp__a__save_doc")
-        .unwrap()
-        .clone();
+    let save = s.listed("mcp__a__save_doc", json!({}));
     assert_eq!(save["inputSchema"], json!({"type": "object"}));
     // Accepted with true: forwarded without the confirmation field (the model's own
     // `confirmed` removed too).
@@ -1235,17 +1228,7 @@ fn a_tainting_call_puts_its_label_on_its_session_only_and_later_writes_need_conf
     let g = start(with_flow);
     let mut s = Session::open(g.port, None).unwrap();
     let mut other = Session::open(g.port, None).unwrap();
-    let touch_schema = |s: &mut Session| {
-        let r = s.request("tools/list", json!({}));
-        let mut all: Vec<Value> = r["result"]["tools"].as_array().unwrap().clone();
-        if let Some(c) = r["result"]["nextCursor"].as_str() {
-            let r = s.request("tools/list", json!({"cursor": c}));
-            all.extend(r["result"]["tools"].as_array().unwrap().iter().cloned());
-        }
-        all.into_iter()
-            .find(|t| t["name"] == "mcp__a__touch")
-            .unwrap()
-    };
+    let touch_schema = |s: &mut Session| s.listed("mcp__a__touch", json!({}));
     // Before any label, a write is allowed and listed without a confirmation field (the
     // policy allows two writes per turn: this one and the confirmed one below).
     assert_eq!(
@@ -1349,14 +1332,7 @@ fn with_elicitation_only_a_client_without_elicitation_cannot_confirm_and_the_use
     let g = start(|d| config(d, "elicitation_only = true"));
     let mut s = Session::open(g.port, None).unwrap();
     // No confirmation field is offered to the model.
-    let r = s.request("tools/list", json!({}));
-    let save = r["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "mcp__a__save_doc")
-        .unwrap()
-        .clone();
+    let save = s.listed("mcp__a__save_doc", json!({}));
     assert_eq!(save["inputSchema"], json!({"type": "object"}));
     // A call that needs confirmation is refused, with or without the model's field, and
     // nothing is held for a repeat to confirm.

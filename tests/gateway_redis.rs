@@ -325,17 +325,10 @@ fn a_label_put_on_a_session_through_one_gateway_is_judged_through_the_other() {
         text(&r)
     );
     // B's listing of that session declares the confirmation field on the write.
-    let r = on_b.request(
-        "tools/list",
+    let touch = on_b.listed(
+        "mcp__a__touch",
         json!({"_meta": {"toolwarden/session": session}}),
     );
-    let touch = r["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "mcp__a__touch")
-        .cloned()
-        .unwrap();
     assert_eq!(
         touch["inputSchema"]["properties"]["confirmed"]["type"],
         "boolean"

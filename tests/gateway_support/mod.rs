@@ -296,6 +296,23 @@ impl Session {
         r.json()
     }
 
+    /// The tool `name` as `tools/list` with `params` (an object; `_meta` for example) lists it,
+    /// every page read (panics when it is not there).
+    pub fn listed(&mut self, name: &str, params: Value) -> Value {
+        let mut params = params;
+        loop {
+            let r = self.request("tools/list", params.clone());
+            let tools = r["result"]["tools"].as_array().cloned().unwrap_or_default();
+            if let Some(t) = tools.into_iter().find(|t| t["name"] == name) {
+                return t;
+            }
+            let Some(cursor) = r["result"]["nextCursor"].as_str() else {
+                panic!("`{name}` is not listed: {r}");
+            };
+            params["cursor"] = json!(cursor);
+        }
+    }
+
     /// The names `tools/list` gives (every page).
     pub fn tool_names(&mut self, meta: Option<Value>) -> Vec<String> {
         let mut names = Vec::new();

@@ -583,7 +583,7 @@ impl Gateway {
             Err(answer) => return answer,
         };
         if judged.record.decision == "confirm" && !self.config.advisory {
-            if let Some(confirm) = confirm {
+            let refused = if let Some(confirm) = confirm {
                 // The user reads this: bidirectional and invisible characters in the model's
                 // arguments are shown escaped, so the text cannot be reordered or hidden.
                 let message = crate::mcp::message::escape_log(&format!(
@@ -612,25 +612,21 @@ impl Gateway {
                             Ok(j) => j,
                             Err(answer) => return answer,
                         };
+                        None
                     }
-                    UserAnswer::Declined(why) => {
-                        let text = format!(
-                            "toolwarden did not run `{name}`: the user declined it ({why})"
-                        );
-                        return self.refused_at_confirmation(
-                            &judged.record,
-                            text,
-                            &decision_id,
-                            span,
-                            name,
-                        );
-                    }
+                    UserAnswer::Declined(why) => Some(format!(
+                        "toolwarden did not run `{name}`: the user declined it ({why})"
+                    )),
                 }
             } else if self.config.elicitation_only {
-                let text = format!(
+                Some(format!(
                     "toolwarden did not run `{name}`: it needs the user's confirmation ({}), and this gateway takes it only through elicitation, which this client did not declare",
                     crate::eval::confirmation_why(&judged.record.reason)
-                );
+                ))
+            } else {
+                None
+            };
+            if let Some(text) = refused {
                 return self.refused_at_confirmation(
                     &judged.record,
                     text,
