@@ -7,10 +7,11 @@
 //!   parsed once, strictly ([`parse_message`]: a duplicated key or too deep is -32600, not
 //!   JSON is -32700, both with HTTP 400), and what the handlers read is that parsed value
 //!   serialized again, never the client's bytes;
-//! - on `/mcp`, a message that is not JSON-RPC 2.0 or whose id is neither a string nor a
-//!   64-bit signed integer is refused (-32600), a JSON-RPC batch too (MCP has no batches since
-//!   2025-06-18), and so is a `tools/call` without an id or with `"id": null` (a call must be answerable to be
-//!   judged and confirmed), so every call reaches the judging handler as a request;
+//! - on `/mcp`, a message that is not JSON-RPC 2.0, whose id is neither a string nor a 64-bit
+//!   signed integer (a request's never null), whose `method` is no string, or that is both a
+//!   request and a response or neither, is refused (-32600); so is a JSON-RPC batch (MCP has
+//!   no batches since 2025-06-18) and a `tools/call` without an id (a call must be answerable
+//!   to be judged and confirmed), so every call reaches the judging handler as a request;
 //! - an MCP session belongs to the principal whose `initialize` opened it: a request naming
 //!   another principal's session (or one the gateway did not open) gets HTTP 404, whatever its
 //!   method (POST, GET, DELETE), so nobody answers another's elicitation or ends their session;
@@ -132,9 +133,9 @@ pub(crate) fn refuse_framing(msg: &Value) -> Option<&'static str> {
                 }
                 None => {}
             }
+            // A null id is refused above; a call must have one to be answered.
             let call = o.get("method").and_then(Value::as_str) == Some("tools/call");
-            let no_id = matches!(o.get("id"), None | Some(Value::Null));
-            (call && no_id).then_some(
+            (call && !o.contains_key("id")).then_some(
                 "Invalid Request: a tools/call needs an id (a string or a number) to be judged and answered",
             )
         }
