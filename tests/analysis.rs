@@ -906,7 +906,7 @@ fn cli_explain_with_args_judges_the_call_too() {
     assert_eq!(lines[lines.len() - 2], "decision: allow");
     assert_eq!(
         lines[lines.len() - 1],
-        "call: deny at stage tenant_arg (argument `business_id` names tenant `x`, but this session's tenant is `b-42`), rule policies/finance.warden:50:12"
+        "call with these arguments: deny at stage tenant_arg (argument `business_id` names tenant `x`, but this session's tenant is `b-42`), rule policies/finance.warden:50:12"
     );
 }
 

@@ -354,5 +354,5 @@ fn deny_warnings_fails_on_a_read_only_catch_all() {
         out.contains("⚠ pattern `*` matches every tool name with the read-only effect `none`"),
         "{out}"
     );
-    assert!(out.ends_with("\n0 errors, 1 warning\ntests/fixtures/check/catch_all_read_only.warden: ok (with warnings)\n"), "{out}");
+    assert!(out.ends_with("\n0 errors, 1 warning\ntests/fixtures/check/catch_all_read_only.warden: failed (warnings denied by --deny-warnings)\n"), "{out}");
 }

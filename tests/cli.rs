@@ -124,6 +124,9 @@ fn check_with_warnings_only_passes_unless_denied() {
         "tests/fixtures/check/shadowed_pattern.warden",
     ]);
     assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).ends_with(
+        "0 errors, 2 warnings\ntests/fixtures/check/shadowed_pattern.warden: failed (warnings denied by --deny-warnings)\n"
+    ));
 }
 
 #[test]

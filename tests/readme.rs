@@ -15,10 +15,21 @@ fn readme() -> String {
 
 /// The body of the first fenced block with info string `lang` after the heading `heading`.
 fn block(text: &str, heading: &str, lang: &str) -> String {
-    let from = text
+    nth_block(text, heading, lang, 0)
+}
+
+/// The body of fenced block `n` (from 0) with info string `lang` after the heading `heading`.
+fn nth_block(text: &str, heading: &str, lang: &str, n: usize) -> String {
+    let mut from = text
         .find(&format!("\n{heading}\n"))
         .unwrap_or_else(|| panic!("README has no heading `{heading}`"));
     let fence = format!("```{lang}\n");
+    for _ in 0..n {
+        from = text[from..]
+            .find(&fence)
+            .map(|i| from + i + fence.len())
+            .unwrap_or_else(|| panic!("too few ```{lang} blocks after `{heading}`"));
+    }
     let start = text[from..]
         .find(&fence)
         .map(|i| from + i + fence.len())
@@ -89,21 +100,21 @@ fn the_test_file_passes_against_the_small_policy() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The header the language sections' examples need around them: effects and one mode.
-const SECTION_HEADER: &str = "policy \"readme\" version 1
-effects none, write, export, execute
-mode agent { }
-default mode agent
-";
-
+/// The header the README gives the argument-rule and flow-label fragments.
 #[test]
-fn the_argument_rules_and_flow_labels_examples_check_without_diagnostics() {
+fn the_argument_rules_and_flow_labels_examples_check_with_the_readme_header() {
     let text = readme();
-    for heading in ["### Argument rules", "### Flow labels"] {
-        let policy = format!("{SECTION_HEADER}{}", block(&text, heading, "warden"));
-        match Policy::parse(&policy, "readme.warden") {
-            Ok(p) => assert_eq!(p.warnings().len(), 0, "{heading}: {:?}", p.warnings()),
-            Err(e) => panic!("{heading}: {e}"),
+    let header = nth_block(&text, "### Argument rules", "warden", 0);
+    assert!(
+        header.starts_with("policy \"example\" version 1\n"),
+        "{header}"
+    );
+    let rules = nth_block(&text, "### Argument rules", "warden", 1);
+    let flow = block(&text, "### Flow labels", "warden");
+    for (name, fragment) in [("argument rules", rules), ("flow labels", flow)] {
+        match Policy::parse(&format!("{header}{fragment}"), "readme.warden") {
+            Ok(p) => assert_eq!(p.warnings().len(), 0, "{name}: {:?}", p.warnings()),
+            Err(e) => panic!("{name}: {e}"),
         }
     }
 }

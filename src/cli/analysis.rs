@@ -347,7 +347,7 @@ pub(crate) fn explain(
         }
         if let Some(v) = verdict {
             println!(
-                "call: {}{} ({}){}",
+                "call with these arguments: {}{} ({}){}",
                 v.decision,
                 v.stage
                     .map(|s| format!(" at stage {s}"))

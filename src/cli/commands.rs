@@ -73,7 +73,11 @@ pub(crate) fn check(files: &[std::path::PathBuf], deny_warnings: bool, json: boo
             println!(
                 "{}: {}",
                 path.display(),
-                if ok { "ok (with warnings)" } else { "failed" }
+                match (ok, deny_warnings && has_warnings) {
+                    (false, _) => "failed",
+                    (true, true) => "failed (warnings denied by --deny-warnings)",
+                    (true, false) => "ok (with warnings)",
+                }
             );
         }
     }

@@ -848,6 +848,7 @@ const CONFIRM_SET: &str = " set to true (";
 /// `` `TOOL` needs confirmation: ask the user, then repeat the call with FIELDS set to true
 /// (WHY)``, for a reader who is the user, not the model told to repeat the call. Any other
 /// reason is returned whole.
+#[cfg(feature = "gateway")]
 pub(crate) fn confirmation_why(reason: &str) -> &str {
     let Some(at) = reason.find(CONFIRM_ASK) else {
         return reason;
@@ -859,7 +860,7 @@ pub(crate) fn confirmation_why(reason: &str) -> &str {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "gateway"))]
 mod tests {
     use super::confirmation_why;
 

@@ -20,6 +20,7 @@ mod request;
 mod session;
 mod stages;
 
+#[cfg(feature = "gateway")]
 pub(crate) use call::confirmation_why;
 pub use json::canonical_json_text;
 pub use policy::Policy;

@@ -154,6 +154,27 @@ fn log(message: &str) {
     eprintln!("toolwarden gateway: {message}");
 }
 
+/// `error`'s text without the Rust type names rmcp puts in it in brackets (`Send message error
+/// Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`): what an operator reads
+/// is what failed, not how rmcp's transport is typed.
+fn without_type_names(error: &dyn std::fmt::Display) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(open) = rest.find(" [") {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        if !rest[open..close].contains("::") {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Upstream {
     /// An upstream named `name` (not connected yet); `timeout` bounds each request to it,
     /// `list` the fetching of its tool list.
@@ -216,7 +237,7 @@ impl Upstream {
                 tokio::time::timeout(self.timeout, listener.serve(transport))
                     .await
                     .map_err(|_| "no answer to initialize in time".to_string())?
-                    .map_err(|e| format!("initialize failed: {e}"))?
+                    .map_err(|e| format!("initialize failed: {}", without_type_names(&e)))?
             }
             ServerConfig::Url(url) => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -225,7 +246,7 @@ impl Upstream {
                 tokio::time::timeout(self.timeout, listener.serve(transport))
                     .await
                     .map_err(|_| "no answer to initialize in time".to_string())?
-                    .map_err(|e| format!("initialize failed: {e}"))?
+                    .map_err(|e| format!("initialize failed: {}", without_type_names(&e)))?
             }
         };
         Ok(Connection {
@@ -441,5 +462,21 @@ impl Upstream {
             }
             Err(_) => Err("the server did not answer in time".to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_type_names;
+
+    #[test]
+    fn rmcp_type_names_are_left_out_of_an_error() {
+        let rmcp = "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::transport::streamable_http_client::StreamableHttpClientWorker<reqwest::async_impl::client::Client>>] error: Client error: error sending request for url (http://127.0.0.1:9100/mcp), when send initialize request";
+        assert_eq!(
+            without_type_names(&rmcp),
+            "Send message error Transport error: Client error: error sending request for url (http://127.0.0.1:9100/mcp), when send initialize request"
+        );
+        assert_eq!(without_type_names(&"a [b] c [d"), "a [b] c [d");
+        assert_eq!(without_type_names(&"x [a::b]"), "x");
     }
 }
