@@ -859,6 +859,32 @@ fn a_hung_or_looping_upstream_is_reported_quickly_and_the_others_keep_working() 
 }
 
 #[test]
+fn an_upstreams_error_cannot_forge_a_gateway_log_line() {
+    let g = start(|d| config(d, &bad_lister("forge")));
+    let mut s = Session::open(g.port, None).unwrap();
+    let r = s.request("tools/list", json!({}));
+    let reasons = unavailable_of(&r);
+    assert_eq!(reasons.len(), 1, "{r}");
+    assert_eq!(reasons[0].0, "forge");
+    assert!(
+        reasons[0]
+            .1
+            .contains("no list\ntoolwarden gateway: forged line"),
+        "{r}"
+    );
+    // Both lines that tell of it, each one line with the line feed escaped; no line of its own.
+    let expected = [
+        "toolwarden gateway: server `forge` is unavailable: tools/list failed: Mcp error: -32000: no list\\u{a}toolwarden gateway: forged line",
+        "toolwarden gateway: tools/list: server `forge` is unavailable (tools/list failed: Mcp error: -32000: no list\\u{a}toolwarden gateway: forged line); its tools are not listed",
+    ];
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while g.logged("forged line").len() < expected.len() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(g.logged("forged line"), expected);
+}
+
+#[test]
 fn an_upstream_listing_more_tools_than_the_cap_is_reported() {
     let g = start(|d| config(d, "[limits]\nmax_tools_per_server = 7\n"));
     let mut s = Session::open(g.port, None).unwrap();

@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Semaphore;
 
 use super::config::Limits;
+use super::core::log;
 
 /// First pause after a failed `accept`; it doubles on each further failure.
 pub const ACCEPT_BACKOFF_FIRST: Duration = Duration::from_millis(10);
@@ -141,10 +142,6 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
-}
-
-fn log(message: &str) {
-    eprintln!("toolwarden gateway: {message}");
 }
 
 /// Serves `app` on `listener` until Ctrl-C within `limits` (`max_connections`,

@@ -25,6 +25,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
 use super::config::{Limits, ServerConfig};
+use super::core::log;
 
 /// The client side of one upstream: notes that the tool list changed.
 #[derive(Clone, Debug, Default)]
@@ -148,10 +149,6 @@ fn http_client() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap_or_default()
-}
-
-fn log(message: &str) {
-    eprintln!("toolwarden gateway: {message}");
 }
 
 /// `error`'s text without the Rust type names rmcp puts in it in brackets (`Send message error
