@@ -90,12 +90,15 @@ impl ServerHandler for PassThrough {
 
 /// The `url` of `[servers.up]` in the bench's gateway TOML.
 fn upstream_url(config: &str) -> Option<String> {
-    let section = config.split("[servers.up]").nth(1)?;
-    let line = section
-        .lines()
-        .find(|l| l.trim_start().starts_with("url"))?;
-    let value = line.split_once('=')?.1.trim();
-    Some(value.trim_matches('"').to_string())
+    let table: toml::Table = toml::from_str(config).ok()?;
+    Some(
+        table
+            .get("servers")?
+            .get("up")?
+            .get("url")?
+            .as_str()?
+            .to_string(),
+    )
 }
 
 async fn run(url: String) -> Result<(), String> {
@@ -146,7 +149,7 @@ fn main() -> ExitCode {
     let url = match std::fs::read_to_string(path).map(|text| upstream_url(&text)) {
         Ok(Some(url)) => url,
         Ok(None) => {
-            eprintln!("{path}: no url in [servers.up]");
+            eprintln!("{path}: not TOML with a url in [servers.up]");
             return ExitCode::from(2);
         }
         Err(e) => {
