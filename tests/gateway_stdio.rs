@@ -94,6 +94,35 @@ fn on_stdio_every_line_is_parsed_strictly_and_every_call_judged_with_the_flags_i
 }
 
 #[test]
+fn a_refused_client_line_is_logged_on_one_line_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = config(dir.path(), "").replace("listen = \"127.0.0.1:0\"\n", "");
+    std::fs::write(dir.path().join("g.toml"), text).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_toolwarden"))
+        .args(["gateway", "--config"])
+        .arg(dir.path().join("g.toml"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A duplicated key that holds a line feed and an escape: the refusal quotes the key.
+    let mut input = child.stdin.take().unwrap();
+    input
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\\ntoolwarden gateway: forged \\u001b[31m\":1,\"x\\ntoolwarden gateway: forged \\u001b[31m\":2}}\n")
+        .unwrap();
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let refused: Vec<&str> = err.lines().filter(|l| l.contains("forged")).collect();
+    assert_eq!(
+        refused,
+        ["toolwarden gateway: refused a client message: Invalid Request: duplicate key `x\\u{a}toolwarden gateway: forged \\u{1b}[31m` at line 1 column 137"],
+        "{err}"
+    );
+}
+
+#[test]
 fn a_configuration_that_does_not_fit_the_policy_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [

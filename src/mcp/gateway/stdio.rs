@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
 
-use super::core::Gateway;
+use super::core::{log, Gateway};
 use super::handler::GatewayHandler;
 use super::identity::Identity;
 use crate::mcp::message::{parse_message, rpc_error, INVALID_REQUEST, MAX_MESSAGE_BYTES};
@@ -91,7 +91,7 @@ pub async fn serve(gateway: Arc<Gateway>, identity: Identity) -> Result<(), Stri
                     },
                 };
                 if let Some((code, message)) = refusal {
-                    eprintln!("toolwarden gateway: refused a client message: {message}");
+                    log(&format!("refused a client message: {message}"));
                     let e = rpc_error(&Value::Null, code, &message, None);
                     write_line(&stdout, e.to_string().as_bytes()).await;
                 }
