@@ -48,6 +48,11 @@ const ALSO_INVISIBLE: &[char] = &[
 /// (U+115F, U+1160, U+3164, U+FFA0).
 pub fn is_invisible(c: char) -> bool {
     let u = u32::from(c);
+    // Below U+00AD (the first format character) only the controls are invisible: most text
+    // is decided here, without reading the tables.
+    if u < 0xAD {
+        return c.is_control();
+    }
     c.is_control()
         || FORMAT.iter().any(|&(lo, hi)| (lo..=hi).contains(&u))
         || ALSO_INVISIBLE.contains(&c)

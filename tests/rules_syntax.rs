@@ -336,6 +336,32 @@ fn parentheses_nest_at_most_the_limit() {
     parse(&text);
 }
 
+/// pest runs without its native-stack probe (see `Cargo.toml`), so the depth cap is what keeps
+/// the grammar's recursion bounded: the deepest text it lets through, parentheses and `host(…)`
+/// at the cap, parses, checks and formats on a thread with a small stack (debug build).
+#[test]
+fn the_deepest_condition_fits_a_small_stack() {
+    let depth = toolwarden::limits::MAX_CONDITION_DEPTH;
+    let text = format!(
+        "tool t {{ effect none\n  deny when {}x > 1{}\n  deny when {}u{} in \"a.b\"\n}}\n",
+        "(".repeat(depth),
+        ")".repeat(depth),
+        "host(".repeat(depth),
+        ")".repeat(depth)
+    );
+    let result = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || {
+            let (tree, diagnostics) = parse_file(&text, FileId(0));
+            let formatted = toolwarden::fmt::format_source(&text, "deep.warden").map(|_| ());
+            (tree.decls.len(), diagnostics.len(), formatted.is_ok())
+        })
+        .expect("spawns")
+        .join()
+        .expect("no stack overflow");
+    assert_eq!(result, (1, 0, true));
+}
+
 #[test]
 fn a_chain_of_not_is_capped() {
     let depth = toolwarden::limits::MAX_CONDITION_DEPTH;

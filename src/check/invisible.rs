@@ -30,7 +30,7 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
         // the scan goes byte by byte: the bytes of a multi-byte character are never those.
         let bytes = text.as_bytes();
         let mut pos = 0;
-        while let Some(off) = bytes[pos..].iter().position(|&b| b == b'"' || b == b'#') {
+        while let Some(off) = memchr::memchr2(b'"', b'#', &bytes[pos..]) {
             let start = pos + off;
             let comment = bytes[start] == b'#';
             // The token's body: up to the closing quote (escapes skipped) or the line's end
@@ -39,13 +39,20 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
             let mut body_end = text.len();
             pos = text.len();
             let mut i = body_start;
-            while let Some(&b) = bytes.get(i) {
-                if b == b'\n' || (!comment && b == b'"') {
-                    body_end = i;
-                    pos = if b == b'"' { i + 1 } else { i };
-                    break;
+            while let Some(off) = if comment {
+                memchr::memchr(b'\n', &bytes[i..])
+            } else {
+                memchr::memchr3(b'\n', b'"', b'\\', &bytes[i..])
+            } {
+                let at = i + off;
+                if bytes[at] == b'\\' {
+                    // An escape: the byte after it cannot end the string.
+                    i = (at + 2).min(bytes.len());
+                    continue;
                 }
-                i += if !comment && b == b'\\' { 2 } else { 1 };
+                body_end = at;
+                pos = if bytes[at] == b'"' { at + 1 } else { at };
+                break;
             }
             let body = &text[body_start..body_end];
             // Declarations are in source order: the last one starting before the token.
@@ -59,6 +66,10 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
                     && !(comment && c == '\r')
                     && !((keyword || comment) && c == '\u{200C}')
             };
+            // Printable ASCII is never flagged: most bodies are decided by this one pass.
+            if body.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+                continue;
+            }
             let found: Vec<(usize, char)> =
                 body.char_indices().filter(|&(_, c)| flagged(c)).collect();
             if let Some(d) = invisible_diagnostic(file.file, body_start, body, comment, &found) {

@@ -216,38 +216,41 @@ fn resume_point(text: &str, at: usize) -> Option<usize> {
 }
 
 /// Finds `#` comments outside strings; returns their spans and text (without the `#`).
+///
+/// A string runs to its closing quote or the end of its line, and a backslash escapes the byte
+/// after it. The scan jumps between the bytes that matter (`memchr`): strings and comments start
+/// and end at ASCII bytes, which no byte of a multi-byte character equals.
 fn scan_comments(text: &str, file: FileId) -> Vec<(Span, String)> {
     let mut out = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut iter = text.char_indices();
-    while let Some((i, c)) = iter.next() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' || c == '\n' {
-                in_string = false;
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '#' => {
-                let end = text[i..].find('\n').map_or(text.len(), |n| i + n);
-                out.push((Span::new(file, i, end), text[i + 1..end].to_string()));
-                // Skip to the end of the comment.
-                for (j, _) in iter.by_ref() {
-                    if j + 1 >= end {
-                        break;
-                    }
-                }
-            }
-            _ => {}
+    let bytes = text.as_bytes();
+    let mut pos = 0;
+    while let Some(off) = memchr::memchr2(b'"', b'#', &bytes[pos..]) {
+        let at = pos + off;
+        if bytes[at] == b'#' {
+            let end = memchr::memchr(b'\n', &bytes[at..]).map_or(text.len(), |n| at + n);
+            out.push((Span::new(file, at, end), text[at + 1..end].to_string()));
+            pos = end;
+        } else {
+            pos = string_end(bytes, at + 1);
         }
     }
     out
+}
+
+/// Where the string whose body starts at byte `from` ends: just after its closing quote, at
+/// the line feed that ends it unclosed, or at the end of the text. A backslash escapes the byte
+/// after it, a line feed too.
+pub(super) fn string_end(bytes: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while let Some(off) = memchr::memchr3(b'"', b'\\', b'\n', bytes.get(i..).unwrap_or_default()) {
+        let at = i + off;
+        match bytes[at] {
+            b'\\' => i = at + 2,
+            b'"' => return at + 1,
+            _ => return at,
+        }
+    }
+    bytes.len()
 }
 
 /// Builds a syntax-error diagnostic with human names for what was expected.
@@ -1021,6 +1024,17 @@ impl Builder<'_> {
 /// level's trimmed end falls, the scan is outside any comment.
 fn trim_trailing_trivia(pair: &Pair<'_, Rule>) -> usize {
     let span = pair.as_span();
+    // Trailing trivia ends in white space, or in a comment at the very end of the text: a skip
+    // that takes a comment anywhere else takes the line feed after it too. Most pairs end in
+    // neither, and need no scan.
+    let ends_in_trivia = pair
+        .as_str()
+        .chars()
+        .next_back()
+        .is_some_and(|c| c.is_whitespace() || c == '\u{FEFF}');
+    if !ends_in_trivia && span.end() < pair.get_input().len() {
+        return span.end();
+    }
     let Some(last) = pair.clone().into_inner().flatten().next_back() else {
         return span.end();
     };

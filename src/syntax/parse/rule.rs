@@ -210,45 +210,35 @@ impl Builder<'_> {
 /// (outside strings and comments), at the first parenthesis past the cap; `None` for any other
 /// text. The grammar recurses once per parenthesis, so this runs before it.
 pub(super) fn too_deep(text: &str, file: FileId) -> Option<Diagnostic> {
+    let bytes = text.as_bytes();
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    let mut in_comment = false;
-    for (i, b) in text.bytes().enumerate() {
-        if in_comment {
-            in_comment = b != b'\n';
-        } else if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' || b == b'\n' {
-                in_string = false;
-            }
-        } else {
-            match b {
-                b'#' => in_comment = true,
-                b'"' => in_string = true,
-                b'(' => {
-                    depth += 1;
-                    if depth > limits::MAX_CONDITION_DEPTH {
-                        return Some(
-                            Diagnostic::error(
-                                "too-deep",
-                                format!(
-                                    "parentheses nest more than {} deep",
-                                    limits::MAX_CONDITION_DEPTH
-                                ),
-                            )
-                            .at(Span::new(file, i, i + 1), "one level too many")
-                            .help("write the condition with fewer nested parentheses, or split it into several rules"),
-                        );
-                    }
+    let mut pos = 0;
+    // From one `(`, `"` or `#` to the next; the `)` between them close what they can.
+    while let Some(off) = memchr::memchr3(b'(', b'"', b'#', &bytes[pos..]) {
+        let at = pos + off;
+        let closing = memchr::memchr_iter(b')', &bytes[pos..at]).count();
+        depth = depth.saturating_sub(closing);
+        pos = match bytes[at] {
+            b'#' => memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n),
+            b'"' => super::string_end(bytes, at + 1),
+            _ => {
+                depth += 1;
+                if depth > limits::MAX_CONDITION_DEPTH {
+                    return Some(
+                        Diagnostic::error(
+                            "too-deep",
+                            format!(
+                                "parentheses nest more than {} deep",
+                                limits::MAX_CONDITION_DEPTH
+                            ),
+                        )
+                        .at(Span::new(file, at, at + 1), "one level too many")
+                        .help("write the condition with fewer nested parentheses, or split it into several rules"),
+                    );
                 }
-                b')' => depth = depth.saturating_sub(1),
-                _ => {}
+                at + 1
             }
-        }
+        };
     }
     None
 }
