@@ -571,6 +571,9 @@ impl CompiledCondition {
 #[derive(Debug, Default)]
 pub struct Patterns {
     regexes: FxHashMap<Box<str>, Arc<Regex>>,
+    /// Globs already translated and compiled, by the glob's text (a policy repeats its globs
+    /// across tools, and translating one is most of its cost once its expression is shared).
+    globs: FxHashMap<Box<str>, Arc<Regex>>,
 }
 
 impl Patterns {
@@ -593,6 +596,22 @@ impl Patterns {
         let re = Arc::new(build_regex(source)?);
         self.regexes.insert(source.into(), Arc::clone(&re));
         Ok(re)
+    }
+
+    /// The compiled form of the glob `text` (translated by [`glob::to_regex`]), built unless an
+    /// earlier condition built it. `Ok(None)` when no path can match it; `Err` when its
+    /// expression is over the size limits.
+    fn glob(&mut self, text: &str) -> Result<Option<Arc<Regex>>, regex::Error> {
+        if let Some(re) = self.globs.get(text) {
+            return Ok(Some(Arc::clone(re)));
+        }
+        let source = match glob::to_regex(text) {
+            Ok(source) => source,
+            Err(glob::GlobError::Unmatchable) => return Ok(None),
+        };
+        let re = self.build(&source)?;
+        self.globs.insert(text.into(), Arc::clone(&re));
+        Ok(Some(re))
     }
 }
 
@@ -623,14 +642,24 @@ fn compile_node(c: &ast::Condition, cx: &mut Compiling<'_>) -> Option<Node> {
 }
 
 fn reference(r: &ast::ArgRef) -> Reference {
-    let steps: Vec<Step> = r
-        .steps
-        .iter()
-        .map(|s| match s {
-            ast::RefStep::Field(f) => Step::Field(f.as_str().into()),
-            ast::RefStep::Each => Step::Each,
-        })
-        .collect();
+    // The steps and the text (as `ast::ArgRef` displays it) in one pass.
+    let mut steps = Vec::with_capacity(r.steps.len());
+    let mut text = String::new();
+    for (i, s) in r.steps.iter().enumerate() {
+        match s {
+            ast::RefStep::Field(f) => {
+                if i > 0 {
+                    text.push('.');
+                }
+                text.push_str(f);
+                steps.push(Step::Field(f.as_str().into()));
+            }
+            ast::RefStep::Each => {
+                text.push_str("[*]");
+                steps.push(Step::Each);
+            }
+        }
+    }
     let fields = steps
         .iter()
         .map(|s| match s {
@@ -641,7 +670,7 @@ fn reference(r: &ast::ArgRef) -> Reference {
     Reference {
         steps,
         fields,
-        text: r.to_string().into(),
+        text: text.into(),
     }
 }
 
@@ -682,7 +711,6 @@ fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
     };
     let on_host = matches!(target, Some(Target::Host(_)));
     let on_any = matches!(target, Some(Target::Any));
-    let operand_text = c.operand.to_string();
     let refuse_on = |errors: &mut Vec<ConditionError>, what: &str, help: &str| {
         errors.push(ConditionError::new(
             if on_host {
@@ -690,7 +718,7 @@ fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
             } else {
                 "operator-on-any"
             },
-            format!("`{}` cannot apply to `{operand_text}`", c.op.as_str()),
+            format!("`{}` cannot apply to `{}`", c.op.as_str(), c.operand),
             c.op_span,
             what.to_string(),
             help.to_string(),
@@ -783,12 +811,10 @@ fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
                 if too_long(n, "glob", errors) {
                     continue;
                 }
-                match glob::to_regex(&n.text) {
-                    Ok(re) => match patterns.build(&re) {
-                        Ok(re) => globs.push(re),
-                        Err(_) => errors.push(too_large(n, "glob")),
-                    },
-                    Err(glob::GlobError::Unmatchable) => errors.push(ConditionError::new(
+                match patterns.glob(&n.text) {
+                    Ok(Some(re)) => globs.push(re),
+                    Err(_) => errors.push(too_large(n, "glob")),
+                    Ok(None) => errors.push(ConditionError::new(
                         "unmatchable-glob",
                         format!("no path can match the glob `{}`", n.text.escape_debug()),
                         n.span,
@@ -863,11 +889,16 @@ fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
     if errors.len() > before {
         return None;
     }
+    // An argument's text is its reference's, already written.
+    let text = match &target {
+        Some(Target::Arg(r)) => r.text.clone(),
+        _ => c.operand.to_string().into(),
+    };
     Some(Test {
         target: target?,
         check,
         negated,
-        text: operand_text.into(),
+        text,
     })
 }
 

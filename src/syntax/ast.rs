@@ -859,7 +859,11 @@ impl Value {
 /// "/workspace", "/tmp/scratch"`.
 impl fmt::Display for RuleDecl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} when {}", self.outcome.as_str(), self.condition)
+        // Pieces written directly: `write!` with arguments costs a format walk per rule, and
+        // the checker writes every rule's canonical text.
+        f.write_str(self.outcome.as_str())?;
+        f.write_str(" when ")?;
+        fmt::Display::fmt(&self.condition, f)
     }
 }
 
@@ -877,9 +881,11 @@ impl fmt::Display for Condition {
         }
         fn operand(f: &mut fmt::Formatter<'_>, c: &Condition, min: u8) -> fmt::Result {
             if level(c) < min {
-                write!(f, "({c})")
+                f.write_str("(")?;
+                fmt::Display::fmt(c, f)?;
+                f.write_str(")")
             } else {
-                write!(f, "{c}")
+                fmt::Display::fmt(c, f)
             }
         }
         match self {
@@ -900,14 +906,21 @@ impl fmt::Display for Condition {
                 f.write_str("not ")?;
                 operand(f, inner, 2)
             }
-            Condition::Present { arg, .. } => write!(f, "present({arg})"),
+            Condition::Present { arg, .. } => {
+                f.write_str("present(")?;
+                fmt::Display::fmt(arg, f)?;
+                f.write_str(")")
+            }
             Condition::Compare(c) => {
-                write!(f, "{} {} ", c.operand, c.op.as_str())?;
+                fmt::Display::fmt(&c.operand, f)?;
+                f.write_str(" ")?;
+                f.write_str(c.op.as_str())?;
+                f.write_str(" ")?;
                 for (i, v) in c.values.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{v}")?;
+                    fmt::Display::fmt(v, f)?;
                 }
                 Ok(())
             }
@@ -919,10 +932,14 @@ impl fmt::Display for Condition {
 impl fmt::Display for Operand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Operand::Arg(a) => write!(f, "{a}"),
+            Operand::Arg(a) => fmt::Display::fmt(a, f),
             Operand::Any(_) => f.write_str("any"),
-            Operand::Host { of, .. } => write!(f, "host({of})"),
-            Operand::Literal(v) => write!(f, "{v}"),
+            Operand::Host { of, .. } => {
+                f.write_str("host(")?;
+                fmt::Display::fmt(of, f)?;
+                f.write_str(")")
+            }
+            Operand::Literal(v) => fmt::Display::fmt(v, f),
         }
     }
 }
@@ -933,7 +950,10 @@ impl fmt::Display for ArgRef {
         for (i, step) in self.steps.iter().enumerate() {
             match step {
                 RefStep::Field(name) if i == 0 => f.write_str(name)?,
-                RefStep::Field(name) => write!(f, ".{name}")?,
+                RefStep::Field(name) => {
+                    f.write_str(".")?;
+                    f.write_str(name)?;
+                }
                 RefStep::Each => f.write_str("[*]")?,
             }
         }
@@ -961,7 +981,10 @@ impl fmt::Display for Value {
                 f.write_str("\"")
             }
             Value::Number { text, .. } => f.write_str(text),
-            Value::Context { name, .. } => write!(f, "context.{}", name.text),
+            Value::Context { name, .. } => {
+                f.write_str("context.")?;
+                f.write_str(&name.text)
+            }
             Value::Query(_) => f.write_str("query"),
         }
     }

@@ -29,30 +29,58 @@ impl Builder<'_> {
 
     /// `condition`: `cond_and` joined by `or`; a single item stands for itself.
     fn build_condition(&mut self, pair: Pair<'_, Rule>) -> Option<Condition> {
-        let span = self.span(&pair);
-        let mut items: Vec<Condition> = pair
-            .into_inner()
-            .filter(|p| p.as_rule() == Rule::cond_and)
-            .filter_map(|p| self.build_cond_and(p))
-            .collect();
-        if items.len() == 1 {
-            return items.pop();
-        }
-        Some(Condition::Or { items, span })
+        Some(
+            match self.build_joined(&pair, Rule::cond_and, Self::build_cond_and) {
+                Joined::One(c) => c,
+                Joined::Many(items) => Condition::Or {
+                    items,
+                    span: self.span(&pair),
+                },
+            },
+        )
     }
 
     /// `cond_and`: `cond_not` joined by `and`; a single item stands for itself.
     fn build_cond_and(&mut self, pair: Pair<'_, Rule>) -> Option<Condition> {
-        let span = self.span(&pair);
-        let mut items: Vec<Condition> = pair
-            .into_inner()
-            .filter(|p| p.as_rule() == Rule::cond_not)
-            .filter_map(|p| self.build_cond_not(p))
-            .collect();
-        if items.len() == 1 {
-            return items.pop();
+        Some(
+            match self.build_joined(&pair, Rule::cond_not, Self::build_cond_not) {
+                Joined::One(c) => c,
+                Joined::Many(items) => Condition::And {
+                    items,
+                    span: self.span(&pair),
+                },
+            },
+        )
+    }
+
+    /// The items of `pair` that are `item` pairs, built with `build` (those that fail to build
+    /// are left out): the item itself when exactly one was built (it stands for itself, and
+    /// neither a list nor the join's span is made), the list otherwise.
+    fn build_joined(
+        &mut self,
+        pair: &Pair<'_, Rule>,
+        item: Rule,
+        build: fn(&mut Self, Pair<'_, Rule>) -> Option<Condition>,
+    ) -> Joined {
+        let mut only = None;
+        let mut items = Vec::new();
+        for p in pair.clone().into_inner() {
+            if p.as_rule() != item {
+                continue;
+            }
+            let Some(c) = build(self, p) else {
+                continue;
+            };
+            match only.take() {
+                None if items.is_empty() => only = Some(c),
+                None => items.push(c),
+                Some(first) => items.extend([first, c]),
+            }
         }
-        Some(Condition::And { items, span })
+        match only {
+            Some(c) => Joined::One(c),
+            None => Joined::Many(items),
+        }
     }
 
     /// `cond_not`: any number of `not` (at most [`limits::MAX_CONDITION_DEPTH`], so the tree
@@ -204,6 +232,12 @@ impl Builder<'_> {
             _ => return None,
         })
     }
+}
+
+/// What [`Builder::build_joined`] built: one item, or a list of any other length.
+enum Joined {
+    One(Condition),
+    Many(Vec<Condition>),
 }
 
 /// The error for text whose parentheses nest deeper than [`limits::MAX_CONDITION_DEPTH`]
