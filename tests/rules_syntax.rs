@@ -362,6 +362,35 @@ fn the_deepest_condition_fits_a_small_stack() {
     assert_eq!(result, (1, 0, true));
 }
 
+/// A backslash before a line feed does not carry a string onto the next line (the escape is
+/// refused there), so parentheses on that line count towards the depth cap: a parse resumed
+/// at that line after the syntax error cannot recurse past the cap.
+#[test]
+fn a_string_does_not_hide_the_next_lines_parentheses() {
+    let depth = toolwarden::limits::MAX_CONDITION_DEPTH;
+    let deep = |n: usize| {
+        format!(
+            "policy \"x\\\ntool t {{ deny when {}x > 1{} }}\n",
+            "(".repeat(n),
+            ")".repeat(n)
+        )
+    };
+    let result = std::thread::Builder::new()
+        .stack_size(512 * 1024)
+        .spawn(move || {
+            let (_, too_deep) = parse_file(&deep(100_000), FileId(0));
+            let (tree, at_the_cap) = parse_file(&deep(depth), FileId(0));
+            let codes =
+                |d: &[toolwarden::Diagnostic]| d.iter().map(|d| d.code()).collect::<Vec<_>>();
+            (codes(&too_deep), codes(&at_the_cap), tree.decls.len())
+        })
+        .expect("spawns")
+        .join()
+        .expect("no stack overflow");
+    // Within the cap, the string's line is a syntax error and the tool after it still parses.
+    assert_eq!(result, (vec!["too-deep"], vec!["syntax"], 1));
+}
+
 #[test]
 fn a_chain_of_not_is_capped() {
     let depth = toolwarden::limits::MAX_CONDITION_DEPTH;
@@ -411,4 +440,22 @@ fn a_policy_with_the_example_rules_loads() {
     );
     let policy = toolwarden::Policy::parse(&text, "p.warden").expect("rules load");
     assert_eq!(policy.name(), "p");
+}
+
+#[test]
+fn an_unclosed_string_says_where_strings_end() {
+    let help = |text: &str| {
+        let (_, d) = parse_file(text, FileId(0));
+        assert_eq!(d.len(), 1, "{text}: {d:?}");
+        assert_eq!(d[0].code(), "syntax", "{text}");
+        d[0].help_text().map(str::to_string)
+    };
+    assert_eq!(
+        help("tool t { deny when x in \"a\\\n\" }\n").as_deref(),
+        Some("a string ends on its line: a backslash at the line's end does not continue it; close it with `\"` (write `\\\\` for a backslash)")
+    );
+    assert_eq!(
+        help("tool t { deny when x in \"a\\\\\n\" }\n").as_deref(),
+        Some("this string is not closed on its line: end it with `\"`")
+    );
 }

@@ -33,27 +33,17 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
         while let Some(off) = memchr::memchr2(b'"', b'#', &bytes[pos..]) {
             let start = pos + off;
             let comment = bytes[start] == b'#';
-            // The token's body: up to the closing quote (escapes skipped) or the line's end
-            // (which the next token search starts at).
+            // The token's body: a string's up to its closing quote or the line's end, as the
+            // grammar reads it; a comment's to the line's end (which the next search starts at).
             let body_start = start + 1;
-            let mut body_end = text.len();
-            pos = text.len();
-            let mut i = body_start;
-            while let Some(off) = if comment {
-                memchr::memchr(b'\n', &bytes[i..])
+            let body_end;
+            (body_end, pos) = if comment {
+                let end = memchr::memchr(b'\n', &bytes[body_start..])
+                    .map_or(text.len(), |n| body_start + n);
+                (end, end)
             } else {
-                memchr::memchr3(b'\n', b'"', b'\\', &bytes[i..])
-            } {
-                let at = i + off;
-                if bytes[at] == b'\\' {
-                    // An escape: the byte after it cannot end the string.
-                    i = (at + 2).min(bytes.len());
-                    continue;
-                }
-                body_end = at;
-                pos = if bytes[at] == b'"' { at + 1 } else { at };
-                break;
-            }
+                crate::syntax::strings::string_end(bytes, body_start)
+            };
             let body = &text[body_start..body_end];
             // Declarations are in source order: the last one starting before the token.
             let keyword = !comment && {

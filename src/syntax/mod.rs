@@ -5,6 +5,7 @@
 pub mod ast;
 mod parse;
 mod quote;
+pub(crate) mod strings;
 
 pub use parse::parse_file;
 pub use quote::quote;

@@ -12,6 +12,7 @@ use super::ast::*;
 use crate::diagnostic::Diagnostic;
 
 mod rule;
+use super::strings::string_end;
 use rule::too_deep;
 
 #[derive(pest_derive::Parser)]
@@ -217,9 +218,9 @@ fn resume_point(text: &str, at: usize) -> Option<usize> {
 
 /// Finds `#` comments outside strings; returns their spans and text (without the `#`).
 ///
-/// A string runs to its closing quote or the end of its line, and a backslash escapes the byte
-/// after it. The scan jumps between the bytes that matter (`memchr`): strings and comments start
-/// and end at ASCII bytes, which no byte of a multi-byte character equals.
+/// Strings are stepped over as the grammar reads them ([`string_end`]). The scan jumps between
+/// the bytes that matter (`memchr`): strings and comments start and end at ASCII bytes, which no
+/// byte of a multi-byte character equals.
 fn scan_comments(text: &str, file: FileId) -> Vec<(Span, String)> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
@@ -231,26 +232,10 @@ fn scan_comments(text: &str, file: FileId) -> Vec<(Span, String)> {
             out.push((Span::new(file, at, end), text[at + 1..end].to_string()));
             pos = end;
         } else {
-            pos = string_end(bytes, at + 1);
+            pos = string_end(bytes, at + 1).1;
         }
     }
     out
-}
-
-/// Where the string whose body starts at byte `from` ends: just after its closing quote, at
-/// the line feed that ends it unclosed, or at the end of the text. A backslash escapes the byte
-/// after it, a line feed too.
-pub(super) fn string_end(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while let Some(off) = memchr::memchr3(b'"', b'\\', b'\n', bytes.get(i..).unwrap_or_default()) {
-        let at = i + off;
-        match bytes[at] {
-            b'\\' => i = at + 2,
-            b'"' => return at + 1,
-            _ => return at,
-        }
-    }
-    bytes.len()
 }
 
 /// Builds a syntax-error diagnostic with human names for what was expected.
@@ -271,6 +256,7 @@ fn syntax_error(variant: &ErrorVariant<Rule>, text: &str, at: usize, file: FileI
         format!("expected {} here", without_examples(&expected)),
     );
     let help = single_quoted(text, at)
+        .or_else(|| unclosed_string(text, at))
         .or_else(|| comma_before_language(text, at, &found, &expected))
         .or_else(|| syntax_help(&found, &expected));
     if let Some(help) = help {
@@ -286,6 +272,28 @@ fn comma_before_language(text: &str, at: usize, found: &str, expected: &str) -> 
     let word = !found.is_empty() && found.chars().all(|c| c.is_alphanumeric() || c == '-');
     (expected == "a quoted string" && after_comma && word).then(|| {
         format!("if `{found}` starts the next language, drop the comma before it: languages follow each other without one (`en \"add\"  {found} \"...\"`)")
+    })
+}
+
+/// For a string at `at` that its line ends before it is closed, the help that says strings end
+/// on their line (a backslash before the line's end does not carry one onto the next).
+fn unclosed_string(text: &str, at: usize) -> Option<String> {
+    let rest = text.get(at..)?.strip_prefix('"')?;
+    let (body_end, _) = string_end(rest.as_bytes(), 0);
+    if rest.as_bytes().get(body_end) == Some(&b'"') {
+        return None;
+    }
+    // An odd run of backslashes at the end: the last one escapes the line feed.
+    let trailing = rest[..body_end]
+        .bytes()
+        .rev()
+        .take_while(|&b| b == b'\\')
+        .count();
+    let continued = trailing % 2 == 1;
+    Some(if continued {
+        "a string ends on its line: a backslash at the line's end does not continue it; close it with `\"` (write `\\\\` for a backslash)".to_string()
+    } else {
+        "this string is not closed on its line: end it with `\"`".to_string()
     })
 }
 

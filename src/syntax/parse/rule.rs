@@ -242,7 +242,11 @@ enum Joined {
 
 /// The error for text whose parentheses nest deeper than [`limits::MAX_CONDITION_DEPTH`]
 /// (outside strings and comments), at the first parenthesis past the cap; `None` for any other
-/// text. The grammar recurses once per parenthesis, so this runs before it.
+/// text. The grammar recurses once per parenthesis, so this runs before it; pest runs without
+/// a native-stack probe, so this cap is what bounds its recursion. It also bounds every parse
+/// resumed at a line start after a syntax error: no string spans two lines
+/// ([`crate::syntax::strings::string_end`]), so that parse reads the parentheses after its start
+/// as this scan does, and its depth never exceeds this scan's.
 pub(super) fn too_deep(text: &str, file: FileId) -> Option<Diagnostic> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
@@ -254,7 +258,7 @@ pub(super) fn too_deep(text: &str, file: FileId) -> Option<Diagnostic> {
         depth = depth.saturating_sub(closing);
         pos = match bytes[at] {
             b'#' => memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |n| at + n),
-            b'"' => super::string_end(bytes, at + 1),
+            b'"' => crate::syntax::strings::string_end(bytes, at + 1).1,
             _ => {
                 depth += 1;
                 if depth > limits::MAX_CONDITION_DEPTH {
