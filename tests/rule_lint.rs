@@ -106,3 +106,51 @@ fn warned_rules_behave_as_the_warnings_say_on_every_call() {
     let fired: Vec<&str> = confirms_fired.keys().map(String::as_str).collect();
     assert_eq!(fired, [at(12), at(14), at(20)]);
 }
+
+/// The warnings' codes for a policy of `body` in one tool (the policy itself checks).
+fn warning_codes(body: &str) -> Vec<&'static str> {
+    let text = format!("policy \"p\" version 1\neffects none\nintents read\nfallback read\nmatrix m {{\n       none\n  read allow\n}}\nmode a {{ matrix m }}\ntool t {{\n  effect none\n{body}}}\n");
+    match Policy::parse(&text, "p.warden") {
+        Ok(p) => p.warnings().iter().map(|d| d.code()).collect(),
+        Err(e) => panic!("the policy checks: {e}"),
+    }
+}
+
+/// Deciding that a confirm rule is redundant searches both conditions at once; shapes that
+/// make the search exponential (an `and` chain against an `or` chain, each nested 31 deep) or
+/// quadratic (thousands of items, thousands of rule pairs) end when the body's budget is spent,
+/// and then warn only of what was proved. Without the budget the first of these took hours.
+#[test]
+fn the_redundancy_search_is_bounded_and_stays_sound() {
+    let n = 31;
+    let chain = |op: &str, arg: &str| {
+        format!(
+            "{}present({arg}){}",
+            format!("present({arg}) {op} (").repeat(n),
+            ")".repeat(n)
+        )
+    };
+    let deep = format!(
+        "  confirm when {}\n  deny when {}\n",
+        chain("and", "a"),
+        chain("or", "b")
+    );
+    assert_eq!(warning_codes(&deep), Vec::<&str>::new());
+    let k = 4_000;
+    let flat = format!(
+        "  confirm when {}\n  deny when {}\n",
+        (0..k)
+            .map(|i| format!("present(a{i})"))
+            .collect::<Vec<_>>()
+            .join(" and "),
+        (0..k)
+            .map(|i| format!("present(b{i})"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    );
+    assert_eq!(warning_codes(&flat), Vec::<&str>::new());
+    // Within the budget the lint still proves what it did: the last item of the `and` is
+    // an item of the `or`.
+    let found = "  confirm when present(a0) and present(a1) and present(x)\n  deny when present(b0) or present(x)\n";
+    assert_eq!(warning_codes(found), vec!["redundant-confirm"]);
+}

@@ -455,6 +455,10 @@ fn an_unclosed_string_says_where_strings_end() {
         Some("a string ends on its line: a backslash at the line's end does not continue it; close it with `\"` (write `\\\\` for a backslash)")
     );
     assert_eq!(
+        help("tool t { deny when x in \"a\\\r\n\" }\r\n").as_deref(),
+        Some("a string ends on its line: a backslash at the line's end does not continue it; close it with `\"` (write `\\\\` for a backslash)")
+    );
+    assert_eq!(
         help("tool t { deny when x in \"a\\\\\n\" }\n").as_deref(),
         Some("this string is not closed on its line: end it with `\"`")
     );

@@ -50,18 +50,24 @@ pub(crate) fn invisible_characters(files: &[PolicyFile], sources: &Sources) -> V
                 let i = keyword_decls.partition_point(|r| r.start <= start);
                 i > 0 && keyword_decls[i - 1].contains(&start)
             };
-            let flagged = |c: char| {
+            // A comment may end in the carriage return of a CRLF line end; a carriage return
+            // anywhere else ends the line in some editors, and what follows it, hidden in the
+            // comment, reads as policy text.
+            let crlf = comment && body.ends_with('\r') && bytes.get(body_end) == Some(&b'\n');
+            let flagged = |i: usize, c: char| {
                 crate::invisible::is_invisible(c)
                     && c != '\t'
-                    && !(comment && c == '\r')
+                    && !(crlf && c == '\r' && i + 1 == body.len())
                     && !((keyword || comment) && c == '\u{200C}')
             };
             // Printable ASCII is never flagged: most bodies are decided by this one pass.
             if body.bytes().all(|b| (0x20..0x7F).contains(&b)) {
                 continue;
             }
-            let found: Vec<(usize, char)> =
-                body.char_indices().filter(|&(_, c)| flagged(c)).collect();
+            let found: Vec<(usize, char)> = body
+                .char_indices()
+                .filter(|&(i, c)| flagged(i, c))
+                .collect();
             if let Some(d) = invisible_diagnostic(file.file, body_start, body, comment, &found) {
                 out.push(d);
             }
@@ -153,6 +159,30 @@ mod tests {
         assert_eq!(
             policy.warnings()[0].help_text(),
             Some("<U+200B> is a zero-width character; text that holds it reads as something it is not; delete it: write \"a\" (199999 more invisible characters in this string)")
+        );
+    }
+
+    /// A comment may end in a CRLF's carriage return; a lone one, which some editors show as a
+    /// line end (so the rule after it looks like policy text), is reported.
+    #[test]
+    fn only_a_crlf_carriage_return_is_allowed_in_a_comment() {
+        let messages = |text: &str| -> Vec<String> {
+            let policy = Policy::parse(text, "p.warden").expect("warnings only");
+            policy
+                .warnings()
+                .iter()
+                .map(|d| d.message().to_string())
+                .collect()
+        };
+        let head = "policy \"p\"\r\neffects none\r\nmode m { }\r\n";
+        let crlf = format!("{head}tool t {{ # workspace only\r\n effect none }}\r\n");
+        assert_eq!(messages(&crlf), Vec::<String>::new());
+        let lone = format!(
+            "{head}tool t {{ # workspace only\r deny when path not under \"/w\"\n effect none }}\n"
+        );
+        assert_eq!(
+            messages(&lone),
+            ["invisible character <U+000D> in the comment \" workspace only<U+000D> deny when path not unde…\""]
         );
     }
 }

@@ -24,15 +24,20 @@ fn definite(c: &Condition) -> bool {
     }
 }
 
-/// In `items`, a definite condition and its negation, as their canonical texts.
+/// In `items`, a definite condition and its negation, as their canonical texts. Each item is
+/// printed once (a set of the texts, not a comparison of every pair).
 fn complementary(items: &[Condition]) -> Option<(String, String)> {
+    let negated = |a: &Condition| match a {
+        Condition::Not { inner, .. } if definite(inner) => Some(inner.to_string()),
+        _ => None,
+    };
+    if !items.iter().any(|a| negated(a).is_some()) {
+        return None;
+    }
+    let texts: std::collections::HashSet<String> = items.iter().map(|b| b.to_string()).collect();
     items.iter().find_map(|a| {
-        let Condition::Not { inner, .. } = a else {
-            return None;
-        };
-        let text = inner.to_string();
-        (definite(inner) && items.iter().any(|b| b.to_string() == text))
-            .then(|| (text, a.to_string()))
+        let text = negated(a)?;
+        texts.contains(&text).then(|| (text, a.to_string()))
     })
 }
 
@@ -131,15 +136,22 @@ fn number_implies(op_c: CompareOp, a: f64, op_d: CompareOp, b: f64) -> bool {
 /// items does; `and` on the left holds only when each item does; and two number comparisons
 /// of the same argument reference, which are unevaluable on exactly the same values (absent,
 /// `null`, not a number, an array where a number is expected, per element through `[*]`).
-fn implies(c: &Condition, d: &Condition) -> bool {
-    if same_text(c, d) {
+///
+/// The search can branch on both sides at every level, so it draws on `budget` (bytes of
+/// canonical text compared, plus one a step): once that is spent it answers `false`, which
+/// only withholds a warning (the lint reports what it proves, never more).
+fn implies(c: &Condition, d: &Condition, budget: &mut usize) -> bool {
+    if *budget == 0 {
+        return false;
+    }
+    if same_text(c, d, budget) {
         return true;
     }
     match (c, d) {
-        (Condition::Or { items, .. }, _) => items.iter().all(|i| implies(i, d)),
-        (_, Condition::And { items, .. }) => items.iter().all(|i| implies(c, i)),
-        (Condition::And { items, .. }, _) if items.iter().any(|i| implies(i, d)) => true,
-        (_, Condition::Or { items, .. }) if items.iter().any(|i| implies(c, i)) => true,
+        (Condition::Or { items, .. }, _) => items.iter().all(|i| implies(i, d, budget)),
+        (_, Condition::And { items, .. }) => items.iter().all(|i| implies(c, i, budget)),
+        (Condition::And { items, .. }, _) if items.iter().any(|i| implies(i, d, budget)) => true,
+        (_, Condition::Or { items, .. }) if items.iter().any(|i| implies(c, i, budget)) => true,
         (Condition::Compare(x), Condition::Compare(y)) => match (number_test(x), number_test(y)) {
             (Some((rx, ox, a)), Some((ry, oy, b))) => rx == ry && number_implies(ox, a, oy, b),
             _ => false,
@@ -150,15 +162,25 @@ fn implies(c: &Condition, d: &Condition) -> bool {
 
 /// Whether two conditions read the same in canonical form. Two comparisons with different
 /// operators or numbers of values never do (the operator is printed between the operand and
-/// the values), which is decided without printing them.
-fn same_text(c: &Condition, d: &Condition) -> bool {
+/// the values), which is decided without printing them. Takes one step and the bytes printed
+/// from `budget`.
+fn same_text(c: &Condition, d: &Condition, budget: &mut usize) -> bool {
+    *budget = budget.saturating_sub(1);
     if let (Condition::Compare(x), Condition::Compare(y)) = (c, d) {
         if x.op != y.op || x.values.len() != y.values.len() {
             return false;
         }
     }
-    c.to_string() == d.to_string()
+    let (a, b) = (c.to_string(), d.to_string());
+    *budget = budget.saturating_sub(a.len() + b.len());
+    a == b
 }
+
+/// The work the redundant-confirm lint may do in one body ([`implies`]), per byte of the
+/// body's rules, and at least: far more than rules written by hand need, and linear in the
+/// policy's size whatever the rules' shapes.
+const LINT_BUDGET_PER_BYTE: usize = 64;
+const LINT_BUDGET_MIN: usize = 1 << 16;
 
 impl Checker {
     /// The warnings of one body's rules (those that compiled): rules that can never fire, and
@@ -179,15 +201,20 @@ impl Checker {
                 );
             }
         }
+        let size: usize = rules.iter().map(|r| r.span.range().len()).sum();
+        let mut budget = size
+            .saturating_mul(LINT_BUDGET_PER_BYTE)
+            .max(LINT_BUDGET_MIN);
         for confirm in rules.iter().filter(|r| r.outcome == RuleOutcome::Confirm) {
             if always_false(&confirm.condition).is_some() {
                 continue;
             }
             let deny = rules.iter().find(|d| {
-                d.outcome == RuleOutcome::Deny && implies(&confirm.condition, &d.condition)
+                d.outcome == RuleOutcome::Deny
+                    && implies(&confirm.condition, &d.condition, &mut budget)
             });
             if let Some(deny) = deny {
-                let same = same_text(&confirm.condition, &deny.condition);
+                let same = confirm.condition.to_string() == deny.condition.to_string();
                 self.error(
                     Diagnostic::warning(
                         "redundant-confirm",

@@ -283,12 +283,11 @@ fn unclosed_string(text: &str, at: usize) -> Option<String> {
     if rest.as_bytes().get(body_end) == Some(&b'"') {
         return None;
     }
-    // An odd run of backslashes at the end: the last one escapes the line feed.
-    let trailing = rest[..body_end]
-        .bytes()
-        .rev()
-        .take_while(|&b| b == b'\\')
-        .count();
+    // An odd run of backslashes at the end (before a CRLF's carriage return, which the last one
+    // escapes): the last one was meant to carry the string on.
+    let body = &rest[..body_end];
+    let body = body.strip_suffix('\r').unwrap_or(body);
+    let trailing = body.bytes().rev().take_while(|&b| b == b'\\').count();
     let continued = trailing % 2 == 1;
     Some(if continued {
         "a string ends on its line: a backslash at the line's end does not continue it; close it with `\"` (write `\\\\` for a backslash)".to_string()

@@ -29,39 +29,35 @@ impl Builder<'_> {
 
     /// `condition`: `cond_and` joined by `or`; a single item stands for itself.
     fn build_condition(&mut self, pair: Pair<'_, Rule>) -> Option<Condition> {
-        Some(
-            match self.build_joined(&pair, Rule::cond_and, Self::build_cond_and) {
-                Joined::One(c) => c,
-                Joined::Many(items) => Condition::Or {
-                    items,
-                    span: self.span(&pair),
-                },
-            },
+        self.build_joined(
+            &pair,
+            Rule::cond_and,
+            Self::build_cond_and,
+            |items, span| Condition::Or { items, span },
         )
     }
 
     /// `cond_and`: `cond_not` joined by `and`; a single item stands for itself.
     fn build_cond_and(&mut self, pair: Pair<'_, Rule>) -> Option<Condition> {
-        Some(
-            match self.build_joined(&pair, Rule::cond_not, Self::build_cond_not) {
-                Joined::One(c) => c,
-                Joined::Many(items) => Condition::And {
-                    items,
-                    span: self.span(&pair),
-                },
-            },
+        self.build_joined(
+            &pair,
+            Rule::cond_not,
+            Self::build_cond_not,
+            |items, span| Condition::And { items, span },
         )
     }
 
     /// The items of `pair` that are `item` pairs, built with `build` (those that fail to build
     /// are left out): the item itself when exactly one was built (it stands for itself, and
-    /// neither a list nor the join's span is made), the list otherwise.
+    /// neither a list nor the join's span is made), otherwise `join` of the list and the span
+    /// of `pair`. Always `Some`: the `Option` is the builders' shape.
     fn build_joined(
         &mut self,
         pair: &Pair<'_, Rule>,
         item: Rule,
         build: fn(&mut Self, Pair<'_, Rule>) -> Option<Condition>,
-    ) -> Joined {
+        join: fn(Vec<Condition>, Span) -> Condition,
+    ) -> Option<Condition> {
         let mut only = None;
         let mut items = Vec::new();
         for p in pair.clone().into_inner() {
@@ -77,10 +73,10 @@ impl Builder<'_> {
                 Some(first) => items.extend([first, c]),
             }
         }
-        match only {
-            Some(c) => Joined::One(c),
-            None => Joined::Many(items),
-        }
+        Some(match only {
+            Some(c) => c,
+            None => join(items, self.span(pair)),
+        })
     }
 
     /// `cond_not`: any number of `not` (at most [`limits::MAX_CONDITION_DEPTH`], so the tree
@@ -232,12 +228,6 @@ impl Builder<'_> {
             _ => return None,
         })
     }
-}
-
-/// What [`Builder::build_joined`] built: one item, or a list of any other length.
-enum Joined {
-    One(Condition),
-    Many(Vec<Condition>),
 }
 
 /// The error for text whose parentheses nest deeper than [`limits::MAX_CONDITION_DEPTH`]
