@@ -27,18 +27,20 @@ fn definite(c: &Condition) -> bool {
 /// In `items`, a definite condition and its negation, as their canonical texts. Each item is
 /// printed once (a set of the texts, not a comparison of every pair).
 fn complementary(items: &[Condition]) -> Option<(String, String)> {
-    let negated = |a: &Condition| match a {
-        Condition::Not { inner, .. } if definite(inner) => Some(inner.to_string()),
-        _ => None,
-    };
-    if !items.iter().any(|a| negated(a).is_some()) {
+    let negations: Vec<(&Condition, String)> = items
+        .iter()
+        .filter_map(|a| match a {
+            Condition::Not { inner, .. } if definite(inner) => Some((a, inner.to_string())),
+            _ => None,
+        })
+        .collect();
+    if negations.is_empty() {
         return None;
     }
     let texts: std::collections::HashSet<String> = items.iter().map(|b| b.to_string()).collect();
-    items.iter().find_map(|a| {
-        let text = negated(a)?;
-        texts.contains(&text).then(|| (text, a.to_string()))
-    })
+    negations
+        .into_iter()
+        .find_map(|(a, text)| texts.contains(&text).then(|| (text, a.to_string())))
 }
 
 /// Why `c` is false on every call (never true, never unevaluable), or `None` when it may not be.
