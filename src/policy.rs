@@ -86,7 +86,8 @@ impl Policy {
             return Err(PolicyError::new(diagnostics, sources));
         }
         crate::diagnostic::sort_diagnostics(&mut diagnostics);
-        let compiled = compile::compile(&model);
+        // The syntax tree is freed while the classifier is built.
+        let compiled = compile::compile(&model, move || drop(files));
         let relations = Relations {
             role_edges: model.role_edges.clone(),
             implies: model.implies.clone(),

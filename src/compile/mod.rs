@@ -10,6 +10,8 @@
 mod bits;
 mod lexicon;
 
+use std::thread;
+
 use rustc_hash::FxHashMap;
 
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -349,8 +351,43 @@ fn idx32(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
 
-/// Compiles a checked model (which must have no errors).
-pub(crate) fn compile(model: &Model) -> Compiled {
+/// The fewest tools for which the classifier is built on a thread of its own: below it, the
+/// graph and tables take less time than starting the thread.
+const CLASSIFIER_THREAD_TOOLS: usize = 256;
+
+/// Compiles a checked model (which must have no errors), and runs `meanwhile` (work of the
+/// caller's that does not need the result, such as freeing the syntax tree).
+///
+/// For a model of many tools, the classifier (an automaton over the lexicon, built in the same
+/// time whatever the tools) is built on a second thread while this one builds the graph and the
+/// tables and runs `meanwhile`; the result is the same.
+pub(crate) fn compile(model: &Model, meanwhile: impl FnOnce()) -> Compiled {
+    let lexicon = lexicon::lexicon(model);
+    thread::scope(|scope| {
+        let beside = (model.tools.len() >= CLASSIFIER_THREAD_TOOLS)
+            .then(|| {
+                thread::Builder::new()
+                    .spawn_scoped(scope, || Classifier::build(&lexicon))
+                    .ok()
+            })
+            .flatten();
+        let (graph, tables) = graph_and_tables(model);
+        meanwhile();
+        let classifier = match beside.map(thread::ScopedJoinHandle::join) {
+            Some(Ok(classifier)) => classifier,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => Classifier::build(&lexicon),
+        };
+        Compiled {
+            graph,
+            tables,
+            classifier,
+        }
+    })
+}
+
+/// The decision graph and the evaluator's tables of `model`.
+fn graph_and_tables(model: &Model) -> (DiGraph<Node, Edge>, Tables) {
     let mut rules = RuleTable(Vec::new());
     let mut graph: DiGraph<Node, Edge> = DiGraph::new();
 
@@ -691,11 +728,7 @@ pub(crate) fn compile(model: &Model) -> Compiled {
         flow,
         openworld: label_mask(model.openworld.as_ref().map_or(&[][..], |(l, _)| l)),
     };
-    Compiled {
-        graph,
-        tables,
-        classifier: Classifier::build(&lexicon::lexicon(model)),
-    }
+    (graph, tables)
 }
 
 /// A mask of label indexes (each below eight, as the checker ensures).

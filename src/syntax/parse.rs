@@ -11,6 +11,7 @@ use pest::Parser;
 use super::ast::*;
 use crate::diagnostic::Diagnostic;
 
+mod pieces;
 mod rule;
 use super::strings::string_end;
 use rule::too_deep;
@@ -58,79 +59,26 @@ const DECLARATION_KEYWORDS: &[&str] = &[
 ///
 /// Returns the tree (holding every declaration that parsed) and the diagnostics (syntax errors
 /// and malformed literals). The tree is only trustworthy when no diagnostic is an error.
+///
+/// A large file is parsed in pieces on several threads ([`pieces`]); the tree and the
+/// diagnostics are the same as those of one parse of the whole text.
 pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
-    let mut decls = Vec::new();
-    let mut diagnostics = Vec::new();
-    let mut defaults_rules = Vec::new();
+    let mut built = Built::default();
     if let Some(d) = too_deep(text, file) {
         // The grammar nests one level per parenthesis of a condition: refuse deeper text
         // before pest recurses into it.
-        diagnostics.push(d);
-        let comments = scan_comments(text, file);
-        let tree = PolicyFile {
-            file,
-            decls,
-            comments,
-            defaults_rules,
-        };
-        return (tree, diagnostics);
-    }
-    let mut base = 0usize;
-    loop {
-        let rest = &text[base..];
-        match WardenParser::parse(Rule::policy_file, rest) {
-            Ok(mut pairs) => {
-                if let Some(file_pair) = pairs.next() {
-                    let mut b = Builder {
-                        file,
-                        base,
-                        diagnostics: &mut diagnostics,
-                        defaults_rules: &mut defaults_rules,
-                    };
-                    for pair in file_pair.into_inner() {
-                        if pair.as_rule() != Rule::EOI {
-                            if let Some(d) = b.build_decl(pair, text) {
-                                decls.push(d);
-                            }
-                        }
-                    }
-                }
-                break;
-            }
-            Err(err) => {
-                let pos = match err.location {
-                    InputLocation::Pos(p) => p,
-                    InputLocation::Span((p, _)) => p,
-                };
-                let at = base + pos;
-                diagnostics.push(syntax_error(&err.variant, text, at, file));
-                // Keep what parsed before the error: parse the prefix up to the resume point
-                // would need a second grammar entry; instead we re-parse declaration by
-                // declaration from `base` until the failing one.
-                salvage_prefix(
-                    text,
-                    base,
-                    at,
-                    file,
-                    &mut decls,
-                    &mut diagnostics,
-                    &mut defaults_rules,
-                );
-                // An error at the very start of a declaration line (the declaration before it
-                // was left open) resumes at that line, so its declaration is not lost.
-                let next = if at > base && starts_declaration_line(text, at) {
-                    Some(at)
-                } else {
-                    resume_point(text, at)
-                };
-                match next {
-                    Some(next) => base = next,
-                    None => break,
-                }
-            }
-        }
+        built.diagnostics.push(d);
+    } else if let Some(whole) = pieces::parse_in_pieces(text, file) {
+        built = whole;
+    } else {
+        parse_resuming(text, file, &mut built);
     }
     let comments = scan_comments(text, file);
+    let Built {
+        decls,
+        diagnostics,
+        defaults_rules,
+    } = built;
     (
         PolicyFile {
             file,
@@ -142,17 +90,78 @@ pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
     )
 }
 
+/// What the builder made of some declarations: the declarations, the diagnostics of malformed
+/// literals and syntax errors, and the rules of `defaults` blocks.
+#[derive(Debug, Default)]
+struct Built {
+    decls: Vec<Decl>,
+    diagnostics: Vec<Diagnostic>,
+    defaults_rules: Vec<RuleDecl>,
+}
+
+/// Parses `text[start..end]` as a file of its own and builds its declarations into `out`
+/// (spans are offsets into `text`). On a syntax error, `out` is left as it was and the error
+/// is returned, its position relative to `start`.
+fn parse_range(
+    text: &str,
+    start: usize,
+    end: usize,
+    file: FileId,
+    out: &mut Built,
+) -> Result<(), pest::error::Error<Rule>> {
+    let chunk = text.get(start..end).unwrap_or_default();
+    let mut pairs = WardenParser::parse(Rule::policy_file, chunk)?;
+    if let Some(file_pair) = pairs.next() {
+        let mut b = Builder {
+            file,
+            base: start,
+            diagnostics: &mut out.diagnostics,
+            defaults_rules: &mut out.defaults_rules,
+        };
+        for pair in file_pair.into_inner() {
+            if pair.as_rule() != Rule::EOI {
+                if let Some(d) = b.build_decl(pair, text) {
+                    out.decls.push(d);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses the whole of `text`, resuming after each syntax error at the next declaration line.
+fn parse_resuming(text: &str, file: FileId, built: &mut Built) {
+    let mut base = 0usize;
+    while let Err(err) = parse_range(text, base, text.len(), file, built) {
+        let pos = match err.location {
+            InputLocation::Pos(p) => p,
+            InputLocation::Span((p, _)) => p,
+        };
+        let at = base + pos;
+        built
+            .diagnostics
+            .push(syntax_error(&err.variant, text, at, file));
+        // Keep what parsed before the error: parse the prefix up to the resume point
+        // would need a second grammar entry; instead we re-parse declaration by
+        // declaration from `base` until the failing one.
+        salvage_prefix(text, base, at, file, built);
+        // An error at the very start of a declaration line (the declaration before it
+        // was left open) resumes at that line, so its declaration is not lost.
+        let next = if at > base && starts_declaration_line(text, at) {
+            Some(at)
+        } else {
+            resume_point(text, at)
+        };
+        match next {
+            Some(next) => base = next,
+            None => break,
+        }
+    }
+}
+
 /// Parses the declarations that start between `base` and the error offset `at`, so a syntax
 /// error in one declaration does not hide the others from the checker.
-fn salvage_prefix(
-    text: &str,
-    base: usize,
-    at: usize,
-    file: FileId,
-    decls: &mut Vec<Decl>,
-    diagnostics: &mut Vec<Diagnostic>,
-    defaults_rules: &mut Vec<RuleDecl>,
-) {
+fn salvage_prefix(text: &str, base: usize, at: usize, file: FileId, built: &mut Built) {
     // Candidate declaration starts: lines in (base..at) beginning with a keyword.
     let mut starts: Vec<usize> = vec![base];
     let mut offset = base;
@@ -165,29 +174,8 @@ fn salvage_prefix(
     }
     starts.push(at);
     for w in starts.windows(2) {
-        let (start, end) = (w[0], w[1]);
-        let Some(chunk) = text.get(start..end) else {
-            continue;
-        };
-        if let Ok(mut pairs) = WardenParser::parse(Rule::policy_file, chunk) {
-            if let Some(file_pair) = pairs.next() {
-                let mut scratch = Vec::new();
-                let mut b = Builder {
-                    file,
-                    base: start,
-                    diagnostics: &mut scratch,
-                    defaults_rules,
-                };
-                for pair in file_pair.into_inner() {
-                    if pair.as_rule() != Rule::EOI {
-                        if let Some(d) = b.build_decl(pair, text) {
-                            decls.push(d);
-                        }
-                    }
-                }
-                diagnostics.extend(scratch);
-            }
-        }
+        // A candidate that does not parse on its own is dropped: the error was reported.
+        let _ = parse_range(text, w[0], w[1], file, built);
     }
 }
 
