@@ -2,6 +2,8 @@
 //! `match` and `defaults` bodies and the top-level `rules` block: each condition compiled by
 //! [`crate::condition`], each of its mistakes a positioned diagnostic.
 
+use std::fmt::Write as _;
+
 use super::names::sym;
 use super::suggest::{list_names, suggest};
 use super::{Checker, RuleModel};
@@ -40,7 +42,7 @@ impl Checker {
                     out.push(RuleModel {
                         outcome: rule.outcome,
                         condition,
-                        text: rule.to_string().into(),
+                        text: rule_text(rule),
                         span: rule.span,
                     });
                 }
@@ -76,4 +78,13 @@ impl Checker {
             .at(e.span(), e.label().to_string())
             .help(help)
     }
+}
+
+/// The canonical text of `rule`, allocated about once: it is about as long as its source.
+fn rule_text(rule: &RuleDecl) -> Box<str> {
+    let source_len = rule.span.end.saturating_sub(rule.span.start) as usize;
+    let mut text = String::with_capacity(source_len + 16);
+    // Writing to a `String` cannot fail.
+    let _ = write!(text, "{rule}");
+    text.into_boxed_str()
 }

@@ -407,11 +407,17 @@ enum Node {
 /// An argument reference: its steps and its canonical text.
 #[derive(Clone, Debug)]
 struct Reference {
-    steps: Vec<Step>,
-    /// The field names, when every step is a field (no `[*]`): the reference reaches at most
-    /// one value, looked up directly.
-    fields: Option<Vec<Box<str>>>,
+    path: RefPath,
     text: Box<str>,
+}
+
+/// How a reference reaches its values.
+#[derive(Clone, Debug)]
+enum RefPath {
+    /// Field names only (no `[*]`): at most one value, looked up directly.
+    Fields(Vec<Box<str>>),
+    /// Steps with a `[*]`: every value reached, by a walk.
+    Steps(Vec<Step>),
 }
 
 #[derive(Clone, Debug)]
@@ -426,8 +432,20 @@ struct Test {
     check: Check,
     /// The operator is the negated form (`not in`, `!~`, `!=`, ...): negated per value.
     negated: bool,
-    /// The operand as written, for the witness.
-    text: Box<str>,
+    /// The operand as written, for the witness, when it is not an argument (an argument's is
+    /// its reference's text).
+    operand_text: Option<Box<str>>,
+}
+
+impl Test {
+    /// The operand as written.
+    fn text(&self) -> &str {
+        match (&self.target, &self.operand_text) {
+            (Target::Arg(r), _) => &r.text,
+            (_, Some(text)) => text,
+            (_, None) => "",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -642,9 +660,17 @@ fn compile_node(c: &ast::Condition, cx: &mut Compiling<'_>) -> Option<Node> {
 }
 
 fn reference(r: &ast::ArgRef) -> Reference {
-    // The steps and the text (as `ast::ArgRef` displays it) in one pass.
-    let mut steps = Vec::with_capacity(r.steps.len());
-    let mut text = String::new();
+    // The text as `ast::ArgRef` displays it, allocated once at its length.
+    let len = r
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s {
+            ast::RefStep::Field(f) => f.len() + usize::from(i > 0),
+            ast::RefStep::Each => 3,
+        })
+        .sum();
+    let mut text = String::with_capacity(len);
     for (i, s) in r.steps.iter().enumerate() {
         match s {
             ast::RefStep::Field(f) => {
@@ -652,25 +678,35 @@ fn reference(r: &ast::ArgRef) -> Reference {
                     text.push('.');
                 }
                 text.push_str(f);
-                steps.push(Step::Field(f.as_str().into()));
             }
-            ast::RefStep::Each => {
-                text.push_str("[*]");
-                steps.push(Step::Each);
-            }
+            ast::RefStep::Each => text.push_str("[*]"),
         }
     }
-    let fields = steps
-        .iter()
-        .map(|s| match s {
-            Step::Field(f) => Some(f.clone()),
-            Step::Each => None,
-        })
-        .collect();
+    let field = |f: &String| -> Box<str> { f.as_str().into() };
+    let path = if r.steps.iter().all(|s| matches!(s, ast::RefStep::Field(_))) {
+        RefPath::Fields(
+            r.steps
+                .iter()
+                .filter_map(|s| match s {
+                    ast::RefStep::Field(f) => Some(field(f)),
+                    ast::RefStep::Each => None,
+                })
+                .collect(),
+        )
+    } else {
+        RefPath::Steps(
+            r.steps
+                .iter()
+                .map(|s| match s {
+                    ast::RefStep::Field(f) => Step::Field(field(f)),
+                    ast::RefStep::Each => Step::Each,
+                })
+                .collect(),
+        )
+    };
     Reference {
-        steps,
-        fields,
-        text: text.into(),
+        path,
+        text: text.into_boxed_str(),
     }
 }
 
@@ -890,15 +926,15 @@ fn compile_test(c: &ast::Comparison, cx: &mut Compiling<'_>) -> Option<Test> {
         return None;
     }
     // An argument's text is its reference's, already written.
-    let text = match &target {
-        Some(Target::Arg(r)) => r.text.clone(),
-        _ => c.operand.to_string().into(),
+    let operand_text = match &target {
+        Some(Target::Arg(_)) => None,
+        _ => Some(c.operand.to_string().into()),
     };
     Some(Test {
         target: target?,
         check,
         negated,
-        text,
+        operand_text,
     })
 }
 
@@ -1068,19 +1104,22 @@ fn eval_node<'c, 'a>(node: &'c Node, args: &'a Json, ctx: &EvalContext<'_>) -> J
         }
         Node::Present(r) => {
             let mut found: Option<&'a Json> = None;
-            if let Some(fields) = &r.fields {
-                if let Leaf::Value(v) = lookup(fields, args) {
-                    found = (!v.is_null()).then_some(v);
-                }
-            } else {
-                let mut budget = limits::MAX_RULE_ELEMENTS;
-                let _ = walk(&r.steps, args, &mut budget, &mut |leaf| match leaf {
-                    Leaf::Value(v) if !v.is_null() => {
-                        found = Some(v);
-                        ControlFlow::Break(())
+            match &r.path {
+                RefPath::Fields(fields) => {
+                    if let Leaf::Value(v) = lookup(fields, args) {
+                        found = (!v.is_null()).then_some(v);
                     }
-                    _ => ControlFlow::Continue(()),
-                });
+                }
+                RefPath::Steps(steps) => {
+                    let mut budget = limits::MAX_RULE_ELEMENTS;
+                    let _ = walk(steps, args, &mut budget, &mut |leaf| match leaf {
+                        Leaf::Value(v) if !v.is_null() => {
+                            found = Some(v);
+                            ControlFlow::Break(())
+                        }
+                        _ => ControlFlow::Continue(()),
+                    });
+                }
             }
             Judged {
                 truth: if found.is_some() {
@@ -1236,7 +1275,7 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
             },
         };
         let witness = Some(Witness {
-            reference: &t.text,
+            reference: t.text(),
             value,
             problem,
         });
@@ -1252,18 +1291,13 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
         ControlFlow::Continue(())
     };
     let _ = match &t.target {
-        Target::Arg(Reference {
-            fields: Some(fields),
-            ..
-        })
-        | Target::Host(Reference {
-            fields: Some(fields),
-            ..
-        }) => visit(lookup(fields, args)),
-        Target::Arg(r) | Target::Host(r) => {
-            let mut budget = limits::MAX_RULE_ELEMENTS;
-            walk(&r.steps, args, &mut budget, &mut visit)
-        }
+        Target::Arg(r) | Target::Host(r) => match &r.path {
+            RefPath::Fields(fields) => visit(lookup(fields, args)),
+            RefPath::Steps(steps) => {
+                let mut budget = limits::MAX_RULE_ELEMENTS;
+                walk(steps, args, &mut budget, &mut visit)
+            }
+        },
         Target::Any => {
             let mut budget = limits::MAX_RULE_VALUES;
             walk_any(args, 0, &mut budget, &mut visit)
@@ -1271,7 +1305,7 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
     };
     if acc.witness.is_none() {
         acc.witness = Some(Witness {
-            reference: &t.text,
+            reference: t.text(),
             value: None,
             problem: None,
         });

@@ -10,8 +10,8 @@ use std::borrow::Cow;
 /// A directory of an `under` condition, normalized when the policy loads.
 #[derive(Clone, Debug)]
 pub(super) struct Dir {
-    /// The segments below `/` (none for `/` itself).
-    segments: Vec<Box<str>>,
+    /// The segments below `/` (none for `/` itself), as byte ranges of `text`.
+    segments: Vec<(usize, usize)>,
     /// The directory in normalized form, without a trailing `/` (empty for `/` itself).
     text: Box<str>,
 }
@@ -39,31 +39,33 @@ impl Dir {
         if text.contains('\0') {
             return Err(DirError::Unmatchable);
         }
-        let mut segments: Vec<Box<str>> = Vec::new();
+        let mut parts: Vec<&str> = Vec::new();
         for seg in text.split('/') {
             match seg {
                 "" | "." => {}
                 ".." => {
-                    if segments.pop().is_none() {
+                    if parts.pop().is_none() {
                         return Err(DirError::Unmatchable);
                     }
                 }
-                s => segments.push(s.into()),
+                s => parts.push(s),
             }
         }
-        let text = segments.iter().fold(String::new(), |mut t, s| {
-            t.push('/');
-            t.push_str(s);
-            t
-        });
+        // The normalized text, written once at its length; each segment is a range of it.
+        let mut normal = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum());
+        let mut segments = Vec::with_capacity(parts.len());
+        for p in parts {
+            normal.push('/');
+            let start = normal.len();
+            normal.push_str(p);
+            segments.push((start, normal.len()));
+        }
         Ok(Dir {
             segments,
-            text: text.into(),
+            text: normal.into_boxed_str(),
         })
     }
 
-    /// Whether `path`, normalized lexically, is this directory or inside it. Allocates nothing:
-    /// one pass tracks the depth and how many leading segments equal the directory's.
     pub(super) fn contains(&self, path: &str) -> bool {
         let Some(rest) = path.strip_prefix('/') else {
             return false;
@@ -91,7 +93,9 @@ impl Dir {
                     matched = matched.min(depth);
                 }
                 s => {
-                    if matched == depth && depth < k && *self.segments[depth] == *s {
+                    let same =
+                        |&(start, end): &(usize, usize)| self.text.get(start..end) == Some(s);
+                    if matched == depth && self.segments.get(depth).is_some_and(same) {
                         matched += 1;
                     }
                     depth += 1;
