@@ -13,6 +13,8 @@ use crate::diagnostic::Diagnostic;
 
 mod pieces;
 mod rule;
+#[cfg(test)]
+mod tests;
 use super::strings::string_end;
 use rule::too_deep;
 
@@ -99,18 +101,22 @@ struct Built {
     defaults_rules: Vec<RuleDecl>,
 }
 
-/// Parses `text[start..end]` as a file of its own and builds its declarations into `out`
-/// (spans are offsets into `text`). On a syntax error, `out` is left as it was and the error
-/// is returned, its position relative to `start`.
+/// Parses `text[start..end]` as a file of its own and, when `build`, builds its declarations
+/// into `out` (spans are offsets into `text`). Returns whether it built them. On a syntax
+/// error, `out` is left as it was and the error is returned, its position relative to `start`.
 fn parse_range(
     text: &str,
     start: usize,
     end: usize,
     file: FileId,
     out: &mut Built,
-) -> Result<(), pest::error::Error<Rule>> {
+    build: bool,
+) -> Result<bool, pest::error::Error<Rule>> {
     let chunk = text.get(start..end).unwrap_or_default();
     let mut pairs = WardenParser::parse(Rule::policy_file, chunk)?;
+    if !build {
+        return Ok(false);
+    }
     if let Some(file_pair) = pairs.next() {
         let mut b = Builder {
             file,
@@ -126,18 +132,58 @@ fn parse_range(
             }
         }
     }
-    Ok(())
+    Ok(true)
 }
 
+/// The bytes a parse resumed after a syntax error reads at first; the window doubles while
+/// what it holds cannot be decided without the text after it.
+const RESUME_WINDOW: usize = 4 * 1024;
+
 /// Parses the whole of `text`, resuming after each syntax error at the next declaration line.
+///
+/// The first parse reads the whole text. A parse resumed after an error reads a window that ends
+/// at a line start: pest's error position costs time in proportion to the text it was given
+/// after the error, so a file of many errors would cost the square of its length. A window
+/// decides as the rest of the text would, as long as the parse did not reach its end: no token
+/// crosses a line end, so an error before the window's end is the error of the whole rest. A
+/// window that parses whole is kept when it ends where a declaration line starts (no
+/// declaration goes on with a declaration keyword); otherwise, and when the error is at its
+/// end, the window doubles.
 fn parse_resuming(text: &str, file: FileId, built: &mut Built) {
+    resume_in_windows(text, file, built, RESUME_WINDOW);
+}
+
+/// [`parse_resuming`] with windows of `first_window` bytes at first.
+fn resume_in_windows(text: &str, file: FileId, built: &mut Built, first_window: usize) {
     let mut base = 0usize;
-    while let Err(err) = parse_range(text, base, text.len(), file, built) {
+    let mut window = text.len();
+    loop {
+        let end = window_end(text, base, window);
+        let whole = end == text.len();
+        let keep = whole || starts_declaration_line(text, end);
+        let err = match parse_range(text, base, end, file, built, keep) {
+            Ok(true) if whole => break,
+            Ok(true) => {
+                base = end;
+                window = first_window;
+                continue;
+            }
+            Ok(false) => {
+                window = window.saturating_mul(2);
+                continue;
+            }
+            Err(err) => err,
+        };
         let pos = match err.location {
             InputLocation::Pos(p) => p,
             InputLocation::Span((p, _)) => p,
         };
         let at = base + pos;
+        if at >= end && !whole {
+            // The parse ran into the window's end: what follows decides.
+            window = window.saturating_mul(2);
+            continue;
+        }
         built
             .diagnostics
             .push(syntax_error(&err.variant, text, at, file));
@@ -153,9 +199,26 @@ fn parse_resuming(text: &str, file: FileId, built: &mut Built) {
             resume_point(text, at)
         };
         match next {
-            Some(next) => base = next,
+            Some(next) => {
+                base = next;
+                window = first_window;
+            }
             None => break,
         }
+    }
+}
+
+/// Where a window of `window` bytes from `base` ends: the start of the first line that starts
+/// at or after `base + window`, or the end of the text.
+fn window_end(text: &str, base: usize, window: usize) -> usize {
+    let bytes = text.as_bytes();
+    let from = base.saturating_add(window);
+    if from >= bytes.len() {
+        bytes.len()
+    } else if from > 0 && bytes[from - 1] == b'\n' {
+        from
+    } else {
+        memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |i| from + i + 1)
     }
 }
 
@@ -175,7 +238,7 @@ fn salvage_prefix(text: &str, base: usize, at: usize, file: FileId, built: &mut 
     starts.push(at);
     for w in starts.windows(2) {
         // A candidate that does not parse on its own is dropped: the error was reported.
-        let _ = parse_range(text, w[0], w[1], file, built);
+        let _ = parse_range(text, w[0], w[1], file, built, true);
     }
 }
 
@@ -1132,13 +1195,17 @@ fn is_keyword(rule: Rule) -> bool {
 
 /// Splits a matrix body into the header line and one row per following line.
 fn group_matrix(tokens: Vec<Name>, text: &str) -> (Vec<Name>, Vec<MatrixRow>) {
-    let line_of = |n: &Name| {
-        text.get(..n.span.start as usize)
-            .map_or(0, |s| s.bytes().filter(|b| *b == b'\n').count())
-    };
+    // Lines are counted from the first token on, one gap at a time (counting from the file's
+    // start for every token made a large matrix late in a file quadratic).
+    let mut at = tokens.first().map_or(0, |t| t.span.start as usize);
+    let mut line = 0usize;
     let mut lines: Vec<(usize, Vec<Name>)> = Vec::new();
     for token in tokens {
-        let line = line_of(&token);
+        let start = token.span.start as usize;
+        if let Some(gap) = text.get(at..start) {
+            line += memchr::memchr_iter(b'\n', gap.as_bytes()).count();
+            at = start;
+        }
         match lines.last_mut() {
             Some((l, v)) if *l == line => v.push(token),
             _ => lines.push((line, vec![token])),

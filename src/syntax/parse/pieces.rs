@@ -44,7 +44,7 @@ fn parse_pieces(text: &str, file: FileId, count: usize) -> Option<Built> {
     let ranges: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
     let parse = |&(start, end): &(usize, usize)| {
         let mut built = Built::default();
-        parse_range(text, start, end, file, &mut built).ok()?;
+        parse_range(text, start, end, file, &mut built, true).ok()?;
         Some(built)
     };
     let (first, rest) = ranges.split_first()?;
@@ -127,7 +127,7 @@ pub(super) fn cuts(bytes: &[u8], count: usize) -> Vec<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use proptest::prelude::*;
 
     use super::super::{parse_resuming, Built};
@@ -135,13 +135,13 @@ mod tests {
     use crate::syntax::ast::FileId;
 
     /// The declarations, diagnostics and `defaults` rules of one parse of the whole text.
-    fn whole(text: &str) -> Built {
+    pub(in crate::syntax::parse) fn whole(text: &str) -> Built {
         let mut built = Built::default();
         parse_resuming(text, FileId(0), &mut built);
         built
     }
 
-    fn same(a: &Built, b: &Built) -> bool {
+    pub(in crate::syntax::parse) fn same(a: &Built, b: &Built) -> bool {
         a.decls == b.decls && a.diagnostics == b.diagnostics && a.defaults_rules == b.defaults_rules
     }
 
@@ -218,6 +218,9 @@ mod tests {
         "effects none, write",
         "# a comment with } and {",
         "tool f { effect none } # }",
+        "intents hi\n  > lo",
+        "policy \"p\"\n  version 3",
+        "effects e1\n  , e2",
         "",
         "  ",
     ];
@@ -226,7 +229,7 @@ mod tests {
     const BROKEN: &[&str] = &["tool d { effect }", "tool e {", "}", "\"unclosed"];
 
     /// A part: broken one time in 25.
-    fn part(i: usize) -> &'static str {
+    pub(in crate::syntax::parse) fn part(i: usize) -> &'static str {
         match BROKEN.get(i) {
             Some(b) => b,
             None => PARTS[i % PARTS.len()],
