@@ -62,7 +62,7 @@ const DECLARATION_KEYWORDS: &[&str] = &[
 /// Returns the tree (holding every declaration that parsed) and the diagnostics (syntax errors
 /// and malformed literals). The tree is only trustworthy when no diagnostic is an error.
 ///
-/// A large file is parsed in pieces on several threads ([`pieces`]); the tree and the
+/// A large file is parsed in pieces on several threads (see `parse/pieces.rs`); the tree and the
 /// diagnostics are the same as those of one parse of the whole text.
 pub fn parse_file(text: &str, file: FileId) -> (PolicyFile, Vec<Diagnostic>) {
     let mut built = Built::default();
