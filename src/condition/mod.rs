@@ -1437,7 +1437,7 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
 fn in_query(q: &str, s: &str, ctx: &EvalContext<'_>) -> bool {
     if s.is_ascii() {
         if let Some((w, n)) = words::inline_words(s) {
-            return words::occurs(q, &w[..n], words::eq_lowered);
+            return words::occurs_lowered(q, &w[..n]);
         }
     }
     let normalized = (ctx.normalize)(s);

@@ -123,6 +123,72 @@ pub(super) fn occurs(query: &str, needle: &[&str], eq: impl Fn(&str, &str) -> bo
     false
 }
 
+/// [`occurs`] with [`eq_lowered`], for a needle whose first word is ASCII: the query is
+/// searched for that word lower-cased (a `memchr` jump to each place its first byte occurs),
+/// and only its occurrences that are whole words are walked on from. An ASCII byte only starts
+/// a character, so every occurrence lies on character boundaries.
+pub(super) fn occurs_lowered(query: &str, needle: &[&str]) -> bool {
+    let Some((first, rest)) = needle.split_first() else {
+        return false;
+    };
+    let mut buf = [0u8; 64];
+    let Some(lower) = buf.get_mut(..first.len()).filter(|_| first.is_ascii()) else {
+        return occurs(query, needle, eq_lowered);
+    };
+    if lower.is_empty() {
+        return occurs(query, needle, eq_lowered);
+    }
+    lower.copy_from_slice(first.as_bytes());
+    lower.make_ascii_lowercase();
+    let bytes = query.as_bytes();
+    let mut from = 0;
+    while let Some(off) = memchr::memchr(lower[0], bytes.get(from..).unwrap_or_default()) {
+        let at = from + off;
+        from = at + 1;
+        let end = at + lower.len();
+        if bytes.get(at..end) != Some(&*lower)
+            || word_char_before(query, at)
+            || word_char_at(query, end)
+        {
+            continue;
+        }
+        let mut probe = QueryWords {
+            text: query,
+            pos: end,
+        };
+        if rest
+            .iter()
+            .all(|w| probe.next().is_some_and(|q| eq_lowered(q, w)))
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether the character that ends at byte `i` of `text` (a character boundary) is a word
+/// character; false at the start.
+fn word_char_before(text: &str, i: usize) -> bool {
+    match text.as_bytes().get(i.wrapping_sub(1)) {
+        None => false,
+        Some(&b) if b < 0x80 => b.is_ascii_alphanumeric(),
+        Some(_) => text
+            .get(..i)
+            .and_then(|t| t.chars().next_back())
+            .is_some_and(char::is_alphanumeric),
+    }
+}
+
+/// Whether the character that starts at byte `i` of `text` (a character boundary) is a word
+/// character; false at the end.
+fn word_char_at(text: &str, i: usize) -> bool {
+    match text.as_bytes().get(i) {
+        None => false,
+        Some(&b) if b < 0x80 => b.is_ascii_alphanumeric(),
+        Some(_) => non_ascii_word_char_at(text, i).0,
+    }
+}
+
 /// Whether the query word `q` equals the ASCII word `w` lower-cased.
 pub(super) fn eq_lowered(q: &str, w: &str) -> bool {
     q.len() == w.len()
@@ -226,6 +292,31 @@ mod tests {
                 expected,
                 "{query} / {needle:?}"
             );
+            assert_eq!(
+                occurs_lowered(query, needle),
+                expected,
+                "{query} / {needle:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+
+        /// The search by substring answers as the walk over every word does.
+        #[test]
+        fn the_substring_search_answers_as_the_walk(
+            query in "[aAb1 é\\-]{0,24}",
+            value in "[aAb1 é-]{0,8}",
+        ) {
+            let ascii: String = value.chars().filter(char::is_ascii).collect();
+            if let Some((w, n)) = inline_words(&ascii) {
+                proptest::prop_assert_eq!(
+                    occurs_lowered(&query, &w[..n]),
+                    occurs(&query, &w[..n], eq_lowered),
+                    "{:?} / {:?}", query, ascii
+                );
+            }
         }
     }
 }
