@@ -1436,8 +1436,8 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
 /// of the value and, once per call, of the query.
 fn in_query(q: &str, s: &str, ctx: &EvalContext<'_>) -> bool {
     if s.is_ascii() {
-        if let Some((w, n)) = words::inline_words(s) {
-            return words::occurs_lowered(q, &w[..n]);
+        if let Some(found) = words::occurs_lowered(q, s) {
+            return found;
         }
     }
     let normalized = (ctx.normalize)(s);
