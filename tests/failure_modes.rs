@@ -498,6 +498,36 @@ fn a_call_outside_the_offered_list_meets_check_call() {
     assert_eq!(turn.transactional_calls, 0);
 }
 
+/// The digest of a held call is pinned: SHA-256 over the policy's name and version, the tool and
+/// the canonical text of the arguments, so a pending call made by an earlier build of the same
+/// policy still matches.
+#[test]
+fn the_digest_of_a_held_call_is_pinned_to_its_canonical_text() {
+    let policy = load();
+    let request = admin("supervised");
+    let intent = policy.classify("create a new invoice for customer 12");
+    let mut turn = Turn::new();
+    let args = json!({
+        "customer_id": "c-12",
+        "amount": 100.25,
+        "lines": [{"sku": "é\"\\\n\u{1}", "qty": -3}, null, true, 1e300],
+        "Zeta": {"b": 1, "a": [], "": {}},
+        "ünï": 18446744073709551615u64
+    });
+    let v = policy
+        .check_call(&request, &intent, &mut turn, "create_invoice", &args)
+        .unwrap();
+    assert_eq!((v.decision, v.stage), CONFIRM);
+    assert_eq!(
+        toolwarden::canonical_json_text(&args),
+        r#"{"Zeta":{"":{},"a":[],"b":1},"amount":100.25,"customer_id":"c-12","lines":[{"qty":-3,"sku":"é\"\\\n\u0001"},null,true,1e+300],"ünï":18446744073709551615}"#
+    );
+    assert_eq!(
+        v.pending.unwrap().digest,
+        "84b36b531042cb983b2e3aa168fc6fe0bb8b39c53723bd5be1850b49eff81e67"
+    );
+}
+
 #[test]
 fn a_write_call_without_approval_is_held_for_confirmation() {
     let policy = load();

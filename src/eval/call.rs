@@ -14,7 +14,7 @@ use crate::decision::{Decision, FiredRule, PendingCall, RuleId, Stage, Turn, Ver
 use crate::limits;
 use crate::syntax::ast::RuleOutcome;
 
-use super::json::{canonical_json, canonical_object, json_depth};
+use super::json::{canonical_object, json_depth, write_json};
 use super::{Policy, Request, RequestError, Session};
 
 /// Most `context` sets whose lookups `check_call` keeps on the stack.
@@ -796,19 +796,24 @@ impl Policy {
     /// the arguments (object keys sorted at every depth, whatever order the map keeps, so the
     /// digest does not depend on serde_json's `preserve_order` feature).
     pub(crate) fn call_digest(&self, tool: &str, args: &Map<String, Value>) -> String {
-        let mut text = String::new();
-        canonical_json(
-            &serde_json::json!({
-                "policy": self.name(),
-                "version": self.version(),
-                "tool": tool,
-            }),
-            &mut text,
-        );
-        text.push('\n');
+        // `{"policy":NAME,"tool":TOOL,"version":VERSION}`: the canonical JSON of the three,
+        // keys in byte order.
+        let mut text = Vec::with_capacity(256);
+        text.extend_from_slice(b"{\"policy\":");
+        write_json(self.name(), &mut text);
+        text.extend_from_slice(b",\"tool\":");
+        write_json(tool, &mut text);
+        text.extend_from_slice(b",\"version\":");
+        write_json(&self.version(), &mut text);
+        text.extend_from_slice(b"}\n");
         canonical_object(args, &mut text);
-        let hash = Sha256::digest(text.as_bytes());
-        hash.iter().map(|b| format!("{b:02x}")).collect()
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for b in Sha256::digest(&text) {
+            hex.push(char::from(HEX[usize::from(b >> 4)]));
+            hex.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        hex
     }
 }
 
