@@ -104,7 +104,9 @@ fn the_common_path_allocates_nothing() {
 
 #[test]
 fn in_query_allocates_only_for_non_ascii_or_long_values() {
-    let long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen";
+    let seventeen = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen";
+    // 21 words, 147 bytes: more than is compared at once, and more words than are walked.
+    let long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty twenty-one";
     let query = format!("pay alice and ålice, or {long}");
     let normalize = |s: &str| s.to_lowercase();
     let ctx = EvalContext::new(&query, &normalize, &[]);
@@ -113,9 +115,12 @@ fn in_query_allocates_only_for_non_ascii_or_long_values() {
         // An ASCII value of at most 16 words: compared in place.
         ("Alice", 0),
         ("alice and", 0),
+        // An ASCII value of at most 128 bytes found as it is written, whatever its words.
+        (seventeen, 0),
         // A non-ASCII value: the normalizer's `String`.
         ("Ålice", 1),
-        // 17 words: the normalizer's `String`, the value's words and the query's.
+        // Over 128 bytes and 16 words: the normalizer's `String`, the value's words and the
+        // query's.
         (long, 3),
     ] {
         let args = json!({ "recipient": value });

@@ -9,7 +9,8 @@
 //! # Compiling
 //!
 //! [`CompiledCondition::compile`] checks and compiles a condition: regular expressions with the
-//! `regex` crate's size limits, globs translated into anchored regular expressions,
+//! `regex` crate's size limits (each with the bytes every match starts with, when there are
+//! some, searched for first), globs translated into anchored regular expressions,
 //! directories normalized, hosts normalized (lower case, IDNA), number literals read. Every
 //! mistake is a [`ConditionError`] with its span, all of them at once.
 //!
@@ -42,10 +43,12 @@
 //! Evaluation allocates nothing for `under`, `=~`, `!~`, the number comparisons, `in` and
 //! `not in` against literals and `context` sets, `present`, `matches` on a value that is not a
 //! path or a path already in normalized form, `host()` of a lower-case ASCII host, and
-//! `in query` of an ASCII value of at most 16 words (the query's words are read in place). It
+//! `in query` of an ASCII value of at most 16 words or found as it is written (the query's
+//! words are read in place). It
 //! allocates to normalize a path that is not in normalized form (`matches`), to lower-case or
 //! IDNA-map a host that needs it, to normalize a non-ASCII value compared with `in query` (the
-//! caller's normalizer returns a `String`), and, for a value of more than 16 words, the
+//! caller's normalizer returns a `String`), and, for a value of more than 16 words not found
+//! as it is written (within its first 128 bytes), the
 //! value's words and, once per call, the query's. [`EvalContext::new`] allocates nothing, and
 //! [`Witness::value_text`] allocates the text of the value it reports. A regular expression
 //! (or glob) takes its search cache from the `regex` crate's pool: the first search with it
@@ -54,16 +57,17 @@
 mod glob;
 mod host;
 mod path;
+mod regexp;
 mod words;
 
 use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use regex::{Regex, RegexBuilder};
 use rustc_hash::FxHashMap;
 use serde_json::Value as Json;
 
+use self::regexp::Regexp;
 use crate::limits;
 use crate::syntax::ast::{self, CompareOp, Span};
 
@@ -459,8 +463,8 @@ enum Target {
 enum Check {
     In(Members),
     Under(Vec<path::Dir>),
-    Matches(Vec<Arc<Regex>>),
-    Regex(Arc<Regex>),
+    Matches(Vec<Arc<Regexp>>),
+    Regex(Arc<Regexp>),
     Compare(Cmp, f64),
 }
 
@@ -588,10 +592,10 @@ impl CompiledCondition {
 /// regular expression it translates into); only expressions that compiled are kept.
 #[derive(Debug, Default)]
 pub struct Patterns {
-    regexes: FxHashMap<Box<str>, Arc<Regex>>,
+    regexes: FxHashMap<Box<str>, Arc<Regexp>>,
     /// Globs already translated and compiled, by the glob's text (a policy repeats its globs
     /// across tools, and translating one is most of its cost once its expression is shared).
-    globs: FxHashMap<Box<str>, Arc<Regex>>,
+    globs: FxHashMap<Box<str>, Arc<Regexp>>,
 }
 
 impl Patterns {
@@ -607,11 +611,11 @@ impl Patterns {
 
     /// The compiled form of `source` (a regular expression already known to parse), built
     /// with the size limits unless an earlier condition built it.
-    fn build(&mut self, source: &str) -> Result<Arc<Regex>, regex::Error> {
+    fn build(&mut self, source: &str) -> Result<Arc<Regexp>, regex::Error> {
         if let Some(re) = self.regexes.get(source) {
             return Ok(Arc::clone(re));
         }
-        let re = Arc::new(build_regex(source)?);
+        let re = Arc::new(Regexp::new(source)?);
         self.regexes.insert(source.into(), Arc::clone(&re));
         Ok(re)
     }
@@ -619,7 +623,7 @@ impl Patterns {
     /// The compiled form of the glob `text` (translated by [`glob::to_regex`]), built unless an
     /// earlier condition built it. `Ok(None)` when no path can match it; `Err` when its
     /// expression is over the size limits.
-    fn glob(&mut self, text: &str) -> Result<Option<Arc<Regex>>, regex::Error> {
+    fn glob(&mut self, text: &str) -> Result<Option<Arc<Regexp>>, regex::Error> {
         if let Some(re) = self.globs.get(text) {
             return Ok(Some(Arc::clone(re)));
         }
@@ -986,16 +990,9 @@ fn too_large(n: &ast::Name, what: &str) -> ConditionError {
     )
 }
 
-fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern)
-        .size_limit(limits::MAX_PATTERN_COMPILED_BYTES)
-        .dfa_size_limit(limits::MAX_PATTERN_COMPILED_BYTES)
-        .build()
-}
-
 /// Compiles the regular expression of an `=~` or `!~` (or takes it from `patterns`); a syntax
 /// error points inside the string literal.
-fn compile_regex(n: &ast::Name, patterns: &mut Patterns) -> Result<Arc<Regex>, ConditionError> {
+fn compile_regex(n: &ast::Name, patterns: &mut Patterns) -> Result<Arc<Regexp>, ConditionError> {
     let mut errors = Vec::new();
     if too_long(n, "regular expression", &mut errors) {
         return Err(errors.remove(0));
@@ -1267,32 +1264,22 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
         witness: None,
     };
     let mut visit = |leaf: Leaf<'a>| -> ControlFlow<()> {
-        let (truth, value, problem) = match leaf {
-            Leaf::Missing(value, problem) => (Truth::Unknown, value, Some(problem)),
-            Leaf::Value(v) => match judge(t, v, ctx) {
-                Ok(truth) => (truth.negate(t.negated), Some(v), None),
-                Err(problem) => (Truth::Unknown, Some(v), Some(problem)),
-            },
-        };
-        let witness = Some(Witness {
-            reference: t.text(),
-            value,
-            problem,
-        });
-        match truth {
+        let j = judge_leaf(t, leaf, ctx);
+        match j.truth {
             Truth::True => {
-                acc = Judged { truth, witness };
+                acc = j;
                 return ControlFlow::Break(());
             }
-            Truth::Unknown if acc.truth != Truth::Unknown => acc = Judged { truth, witness },
-            Truth::False if acc.witness.is_none() => acc.witness = witness,
+            Truth::Unknown if acc.truth != Truth::Unknown => acc = j,
+            Truth::False if acc.witness.is_none() => acc.witness = j.witness,
             _ => {}
         }
         ControlFlow::Continue(())
     };
     let _ = match &t.target {
+        // One value at most: its judgment is the test's.
         Target::Arg(r) | Target::Host(r) => match &r.path {
-            RefPath::Fields(fields) => visit(lookup(fields, args)),
+            RefPath::Fields(fields) => return judge_leaf(t, lookup(fields, args), ctx),
             RefPath::Steps(steps) => {
                 let mut budget = limits::MAX_RULE_ELEMENTS;
                 walk(steps, args, &mut budget, &mut visit)
@@ -1311,6 +1298,26 @@ fn eval_test<'c, 'a>(t: &'c Test, args: &'a Json, ctx: &EvalContext<'_>) -> Judg
         });
     }
     acc
+}
+
+/// The comparison on one value reached (or on why none was), negated when the operator is,
+/// with its witness.
+fn judge_leaf<'c, 'a>(t: &'c Test, leaf: Leaf<'a>, ctx: &EvalContext<'_>) -> Judged<'c, 'a> {
+    let (truth, value, problem) = match leaf {
+        Leaf::Missing(value, problem) => (Truth::Unknown, value, Some(problem)),
+        Leaf::Value(v) => match judge(t, v, ctx) {
+            Ok(truth) => (truth.negate(t.negated), Some(v), None),
+            Err(problem) => (Truth::Unknown, Some(v), Some(problem)),
+        },
+    };
+    Judged {
+        truth,
+        witness: Some(Witness {
+            reference: t.text(),
+            value,
+            problem,
+        }),
+    }
 }
 
 /// The comparison on one value, before negation: `Ok(true/false)`, or why it cannot be
@@ -1431,9 +1438,10 @@ fn members_text(m: &Members, s: &str, ctx: &EvalContext<'_>) -> Result<Truth, Pr
 }
 
 /// Whether the value `s` occurs in the (normalized) query `q` as whole words. An ASCII value
-/// of at most [`words::MAX_INLINE_WORDS`] words allocates nothing; any other value is
-/// normalized first (the normalizer's `String`), and one of more words also builds the words
-/// of the value and, once per call, of the query.
+/// allocates nothing when the query holds its text (up to 128 bytes) lower-cased or when it
+/// has at most [`words::MAX_INLINE_WORDS`] words; any other value is normalized first (the
+/// normalizer's `String`), and one of more words also builds the words of the value and, once
+/// per call, of the query.
 fn in_query(q: &str, s: &str, ctx: &EvalContext<'_>) -> bool {
     if s.is_ascii() {
         if let Some(found) = words::occurs_lowered(q, s) {

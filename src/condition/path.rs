@@ -66,16 +66,22 @@ impl Dir {
         })
     }
 
+    /// Whether `path` is this directory or lies below it, lexically (see the module's doc).
     pub(super) fn contains(&self, path: &str) -> bool {
         let Some(rest) = path.strip_prefix('/') else {
             return false;
         };
-        if is_plain(path.as_bytes()) {
+        let p = path.as_bytes();
+        let dir = self.text.as_bytes();
+        match p.strip_prefix(dir) {
+            // The directory's (normalized) text, then segments that never go up: under it.
+            Some(after) if (after.is_empty() || after[0] == b'/') && !climbs_or_nul(after) => {
+                return true;
+            }
             // No `//`, no segment starting with `.`, no NUL: the path is normalized but for a
-            // trailing `/`, so containment is a byte-wise prefix test.
-            let dir = self.text.as_bytes();
-            let p = path.as_bytes();
-            return p.starts_with(dir) && (p.len() == dir.len() || p[dir.len()] == b'/');
+            // trailing `/`, and it does not start with the directory's segments.
+            _ if is_plain(p) => return false,
+            _ => {}
         }
         if path.contains('\0') {
             return false;
@@ -104,6 +110,19 @@ impl Dir {
         }
         matched == k
     }
+}
+
+/// Whether `after` (the text of a path after a directory's, starting with `/` when not empty)
+/// holds a NUL or a `..` segment (one pass over its bytes).
+fn climbs_or_nul(after: &[u8]) -> bool {
+    after.iter().enumerate().any(|(i, &b)| {
+        b == 0
+            || (b == b'.'
+                && i > 0
+                && after[i - 1] == b'/'
+                && after.get(i + 1) == Some(&b'.')
+                && matches!(after.get(i + 2), None | Some(b'/')))
+    })
 }
 
 /// Whether `path` holds no NUL and no `/` followed by `/` or `.` (one pass over the bytes).
@@ -190,6 +209,26 @@ mod tests {
         assert!(under("/workspace/../workspace/a", "/workspace"));
         assert!(under("/a/b/c/../../b/d", "/a/b"));
         assert!(!under("/a/b/../../c/b", "/a/b"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Containment answers as a prefix test on the normalized path does.
+        #[test]
+        fn containment_is_a_prefix_of_the_normalized_path(
+            path in "[/.ab\0]{0,12}",
+            dir in "/[/.ab]{0,6}",
+        ) {
+            let Ok(d) = Dir::new(&dir) else { return Ok(()) };
+            let expected = path.starts_with('/')
+                && normalize(&path).is_ok_and(|n| {
+                    let n = n.as_bytes();
+                    let t = d.text.as_bytes();
+                    n.starts_with(t) && (n.len() == t.len() || n[t.len()] == b'/' || t.is_empty())
+                });
+            proptest::prop_assert_eq!(d.contains(&path), expected, "{:?} under {:?}", path, dir);
+        }
     }
 
     #[test]

@@ -125,39 +125,61 @@ pub(super) fn occurs(query: &str, needle: &[&str], eq: impl Fn(&str, &str) -> bo
 
 /// Whether the words of the ASCII `value`, lower-cased, occur as consecutive words of `query`
 /// ([`occurs`] with [`eq_lowered`]), read in place: `None` when that takes more than comparing
-/// [`MAX_INLINE_WORDS`] words from one place, or the first word is longer than 64 bytes (the
-/// caller then searches another way).
+/// [`MAX_INLINE_WORDS`] words from one place, or the first word is longer than
+/// [`COMPARED_BYTES`] (the caller then searches another way).
 ///
 /// The query is searched for the first word lower-cased (a `memchr` jump to each place its
 /// first byte occurs; an ASCII byte only starts a character, so every occurrence lies on
 /// character boundaries), and only the occurrences that are whole words are walked on from.
-/// A value without words occurs nowhere.
+/// Where the query holds the value's text from its first word on, lower-cased and not
+/// followed by a word character, the words are the same and nothing is walked. At most
+/// [`COMPARED_BYTES`] bytes are compared at one place before the walk, so the search stays
+/// linear in the query. A value without words occurs nowhere.
 pub(super) fn occurs_lowered(query: &str, value: &str) -> Option<bool> {
-    let mut words = QueryWords::new(value);
-    let Some(first) = words.next() else {
+    // The value is ASCII: its words are runs of ASCII alphanumerics.
+    let v = value.as_bytes();
+    let Some(start) = v.iter().position(u8::is_ascii_alphanumeric) else {
         return Some(false);
     };
-    let mut buf = [0u8; 64];
-    let lower = buf.get_mut(..first.len()).filter(|_| first.is_ascii())?;
-    lower.copy_from_slice(first.as_bytes());
-    lower.make_ascii_lowercase();
+    let text = v.get(start..).unwrap_or_default();
+    let first_len = text
+        .iter()
+        .position(|b| !b.is_ascii_alphanumeric())
+        .unwrap_or(text.len());
+    if first_len > COMPARED_BYTES {
+        return None;
+    }
+    let mut buf = [0u8; COMPARED_BYTES];
+    let kept = text.len().min(COMPARED_BYTES);
+    let lowered = buf.get_mut(..kept).unwrap_or_default();
+    lowered.copy_from_slice(text.get(..kept).unwrap_or_default());
+    lowered.make_ascii_lowercase();
+    let whole = buf.get(..text.len());
+    let first = buf.get(..first_len).unwrap_or_default();
     let bytes = query.as_bytes();
     let mut from = 0;
-    while let Some(off) = memchr::memchr(lower[0], bytes.get(from..).unwrap_or_default()) {
+    while let Some(off) = memchr::memchr(buf[0], bytes.get(from..).unwrap_or_default()) {
         let at = from + off;
         from = at + 1;
-        let end = at + lower.len();
-        if bytes.get(at..end) != Some(&*lower)
-            || word_char_before(query, at)
-            || word_char_at(query, end)
-        {
+        if word_char_before(query, at) {
+            continue;
+        }
+        if whole.is_some_and(|w| {
+            bytes.get(at..at + w.len()) == Some(w) && !word_char_at(query, at + w.len())
+        }) {
+            return Some(true);
+        }
+        if bytes.get(at..at + first_len) != Some(first) || word_char_at(query, at + first_len) {
             continue;
         }
         let mut probe = QueryWords {
             text: query,
-            pos: end,
+            pos: at + first_len,
         };
-        let mut rest = words;
+        let mut rest = QueryWords {
+            text: value,
+            pos: start + first_len,
+        };
         let mut compared = 1;
         loop {
             let Some(w) = rest.next() else {
@@ -174,6 +196,10 @@ pub(super) fn occurs_lowered(query: &str, value: &str) -> Option<bool> {
     }
     Some(false)
 }
+
+/// Most bytes of a value [`occurs_lowered`] compares at one place of the query before walking
+/// its words (and the longest first word it takes).
+const COMPARED_BYTES: usize = 128;
 
 /// Whether the character that ends at byte `i` of `text` (a character boundary) is a word
 /// character; false at the start.
@@ -309,6 +335,18 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_first_word_longer_than_compared_is_left_to_the_caller() {
+        let long = "a".repeat(COMPARED_BYTES + 1);
+        assert_eq!(occurs_lowered(&long, &long), None);
+        let fits = "a".repeat(COMPARED_BYTES);
+        assert_eq!(occurs_lowered(&format!("x {fits}"), &fits), Some(true));
+        // A value longer than what is compared at once is walked word by word.
+        let value = format!("{fits} B");
+        assert_eq!(occurs_lowered(&format!("{fits} b."), &value), Some(true));
+        assert_eq!(occurs_lowered(&format!("{fits} c"), &value), Some(false));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
 
@@ -316,8 +354,13 @@ mod tests {
         /// value to the search by [`Words`].
         #[test]
         fn the_substring_search_answers_as_the_walk(
-            query in "[aAb1 é\\\\-]{0,24}",
-            value in proptest::prop_oneof!["[aAb1 é-]{0,8}", "(a ){14,18}", "[ab ]{0,40}"],
+            query in proptest::prop_oneof!["[aAb1 é\\\\-]{0,24}", "(a{1,70} ?){0,4}"],
+            value in proptest::prop_oneof![
+                "[aAb1 é-]{0,8}",
+                "(a ){14,18}",
+                "[ab ]{0,40}",
+                " ?a{1,70}( a{1,70}){0,2} ?",
+            ],
         ) {
             let ascii: String = value.chars().filter(char::is_ascii).collect();
             let expected = match inline_words(&ascii) {
