@@ -44,15 +44,15 @@
 //! `not in` against literals and `context` sets, `present`, `matches` on a value that is not a
 //! path or a path already in normalized form, `host()` of a lower-case ASCII host, and
 //! `in query` of an ASCII value of at most 16 words or found as it is written (the query's
-//! words are read in place). It
-//! allocates to normalize a path that is not in normalized form (`matches`), to lower-case or
-//! IDNA-map a host that needs it, to normalize a non-ASCII value compared with `in query` (the
-//! caller's normalizer returns a `String`), and, for a value of more than 16 words not found
-//! as it is written (within its first 128 bytes), the
-//! value's words and, once per call, the query's. [`EvalContext::new`] allocates nothing, and
+//! words are read in place). It allocates to normalize a path that is not in normalized form
+//! (`matches`), to lower-case or IDNA-map a host that needs it, to normalize a non-ASCII value
+//! compared with `in query` (the caller's normalizer returns a `String`), and, for a value of
+//! more than 16 words not found as it is written (within its first 128 bytes), the value's
+//! words and, once per call, the query's. [`EvalContext::new`] allocates nothing, and
 //! [`Witness::value_text`] allocates the text of the value it reports. A regular expression
 //! (or glob) takes its search cache from the `regex` crate's pool: the first search with it
-//! allocates that cache, later ones reuse it. `tests/condition_alloc.rs` counts all of this.
+//! allocates that cache, later ones reuse it (a string without the bytes every match starts
+//! with is not searched at all). `tests/condition_alloc.rs` counts all of this.
 
 mod glob;
 mod host;
