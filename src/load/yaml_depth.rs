@@ -83,14 +83,18 @@ pub(crate) fn too_deep(text: &str, max: usize) -> Option<usize> {
         if !continues {
             plain = None;
         }
-        if quote.is_none() && flow == 0 {
+        if quote.is_none() {
             if l[indent] == b'#' {
                 continue;
             }
-            while indents.last().is_some_and(|&t| t > indent) {
-                indents.pop();
+            // Inside brackets indentation only adds levels: a `[` or `{` in a plain scalar
+            // counts as flow here, but the parser reads the lines after it as block structure.
+            if flow == 0 {
+                while indents.last().is_some_and(|&t| t > indent) {
+                    indents.pop();
+                }
             }
-            if indents.last() != Some(&indent) {
+            if indents.last().is_none_or(|&t| t < indent) {
                 indents.push(indent);
             }
             if indents.len() > max {
@@ -233,6 +237,21 @@ mod tests {
         assert_eq!(too_deep(&compact, 64), Some(2 * 63));
         let shallow = "a:\n  b:\n    - c: 1\n      d: [1, {e: 2}]\n";
         assert_eq!(too_deep(shallow, 64), None);
+    }
+
+    #[test]
+    fn a_bracket_in_a_plain_scalar_does_not_hide_the_block_nesting_after_it() {
+        // `a{` is a plain key: the parser reads `- - -` as three nested sequences under it
+        // (depth 4), though the scan counts the `{` as an open bracket.
+        let text = "a{: \n- - - ";
+        let parsed: serde_yaml::Value = serde_yaml::from_str(text).expect("valid YAML");
+        assert_eq!(value_depth(&parsed), 4);
+        assert_eq!(too_deep(text, 3), Some(9));
+        assert_eq!(too_deep(text, 5), None);
+        // Inside real brackets, a line indented less than the block around them closes
+        // nothing.
+        let flow = "a:\n  b:\n    c: [\n[[[[x]]]]]\n";
+        assert_eq!(too_deep(flow, 7), Some(20));
     }
 
     fn line_offset(text: &str, line: usize) -> usize {
