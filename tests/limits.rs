@@ -149,8 +149,8 @@ fn keywords_policy(n: usize) -> String {
     text
 }
 
-/// Ignored in the debug suite: building the keyword automaton for 100,000 entries takes minutes
-/// unoptimized (aho-corasick's construction grows faster than linearly in debug builds);
+/// Ignored in the debug suite: building the keyword automaton for 100,000 entries is slow
+/// unoptimized;
 /// `.ci/run` runs it with `--release`. The over-the-cap error is checked by
 /// `keyword_count_over_cap_is_an_error` in every run.
 #[test]

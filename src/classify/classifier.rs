@@ -3,15 +3,11 @@
 //! automaton from each word start, drop the hits a negator, an `except` entry or quoted content
 //! cancels, and combine the intents of the hits that count.
 
-use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::nfa::contiguous::NFA;
-use aho_corasick::{Anchored, MatchKind};
 use arcstr::ArcStr;
 use std::cell::RefCell;
 
 use super::automaton::{
-    state_set, target_index, target_key, Found, Needle, PatternInfo, PatternKind, Start, Target,
-    Walk, WalkStarts,
+    target_index, target_key, Found, Needle, PatternInfo, PatternKind, Target, Walk,
 };
 use super::intent::{Hit, Intent};
 use super::lexicon::{Combine, Direction, Lexicon, Negator, Quoted};
@@ -19,6 +15,7 @@ use super::names::Names;
 use super::negation::{clause_starts, Reaches};
 use super::normalize::{normalize_into, Normalized};
 use super::quoted::{in_identifier, in_ranges, quoted_ranges};
+use super::trie::Trie;
 use super::words::word_ranges_into;
 use crate::limits;
 
@@ -32,19 +29,14 @@ struct KeywordEntry {
 /// A compiled keyword automaton for one policy.
 #[derive(Clone, Debug)]
 pub(crate) struct Classifier {
-    /// One Aho-Corasick automaton (contiguous NFA, walked anchored: a trie) over every
-    /// normalized keyword and negator; it is run from each word start, so every occurrence it
-    /// finds starts on a word boundary.
-    automaton: Option<NFA>,
+    /// One trie over every normalized keyword, negator, `embedded` phrase and `except` entry;
+    /// it is walked from each word start, so every occurrence it finds starts on a word
+    /// boundary.
+    automaton: Trie,
     /// The automaton's patterns, by pattern id: each distinct normalized needle once.
     pub(super) needles: Vec<Needle>,
     /// The spellings of every needle, grouped by needle.
     pub(super) patterns: Vec<PatternInfo>,
-    /// Where walks begin, three bytes in where it can.
-    starts: WalkStarts,
-    /// The automaton states a needle with a `"stem*"` spelling ends in, as a bit set by state
-    /// id: only there does a needle that ends inside a word make a hit.
-    stem_states: Vec<u64>,
     keywords: Vec<KeywordEntry>,
     pub(super) negations: Vec<Negator>,
     /// The text of each negation rule, as hits report it.
@@ -236,35 +228,17 @@ impl Classifier {
             n.count += 1;
             patterns.push(info);
         }
-        let automaton = if texts.is_empty() {
-            None
-        } else {
-            // A contiguous NFA: a few hundred KiB for the shipped lexicon where a DFA takes
-            // megabytes, at a small cost per byte walked. It is only walked anchored, as a trie;
-            // leftmost-longest semantics keep the trie whole and leave a needle's state
-            // reporting that needle alone, where standard semantics would add every shorter
-            // needle that ends there.
-            aho_corasick::nfa::contiguous::Builder::new()
-                .match_kind(MatchKind::LeftmostLongest)
-                // Walks start at word starts, not at a prefilter's candidates.
-                .prefilter(false)
-                .build(&texts)
-                .ok()
-        };
+        // A trie, walked anchored from word starts: a needle's state stands for that needle
+        // alone. Only there does a needle with a `"stem*"` spelling make a hit that ends inside
+        // a word.
+        let automaton = Trie::new(&texts, |i| {
+            let n = &needles[i];
+            let (from, count) = (n.first as usize, n.count as usize);
+            patterns[from..from + count]
+                .iter()
+                .any(|p| p.kind == PatternKind::Stem)
+        });
         Classifier {
-            starts: WalkStarts::new(automaton.as_ref(), &texts),
-            stem_states: automaton
-                .as_ref()
-                .map(|ac| {
-                    let stems = texts.iter().zip(&needles).filter(|(_, n)| {
-                        let (from, count) = (n.first as usize, n.count as usize);
-                        patterns[from..from + count]
-                            .iter()
-                            .any(|p| p.kind == PatternKind::Stem)
-                    });
-                    state_set(ac, stems.map(|(t, _)| t.as_str()))
-                })
-                .unwrap_or_default(),
             automaton,
             needles,
             patterns,
@@ -283,15 +257,6 @@ impl Classifier {
             combine: lexicon.combine,
             fold_accents: lexicon.fold_accents,
         }
-    }
-
-    /// Whether a needle with a `"stem*"` spelling ends in automaton state `sid`.
-    #[inline(always)]
-    pub(super) fn ends_stem(&self, sid: StateID) -> bool {
-        let i = sid.as_usize();
-        self.stem_states
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
     }
 
     /// Every keyword entry as `(intent, lang, text)`, in declaration order (for analysis).
@@ -438,12 +403,7 @@ impl Classifier {
     /// start where the occurrences found would pass [`limits::MAX_QUERY_OCCURRENCES`].
     fn scan(&self, query: &str, scratch: &mut Scratch) -> Scanned {
         let mut out = Scanned::default();
-        let Some(ac) = &self.automaton else {
-            return out;
-        };
-        let Ok(start_state) = ac.start_state(Anchored::Yes) else {
-            return out;
-        };
+        let trie = &self.automaton;
         let Scratch {
             norm,
             words,
@@ -466,16 +426,11 @@ impl Classifier {
         let bytes = text.as_bytes();
         let zwnj_spaces = &norm.zwnj_spaces[..];
         for (first, &(s, _)) in words.iter().enumerate() {
-            let (sid, read) = match self.starts.start(bytes, s, zwnj_spaces) {
-                Start::None => continue,
-                Start::Step => (start_state, 0),
-                Start::Three(sid) => (sid, 3),
-            };
             // Walk the automaton from the word start, reading every space that stands for ZWNJ
             // as a space; if the walk reached one, walk again from the start reading each as
             // nothing.
             let walk = Walk {
-                ac,
+                trie,
                 bytes,
                 zwnj_spaces,
                 start: s,
@@ -483,8 +438,8 @@ impl Classifier {
                 words,
             };
             let found_before = (keywords.len(), negators.len());
-            if walk.run(self, sid, read, false, keywords, negators) {
-                walk.run(self, start_state, 0, true, keywords, negators);
+            if walk.run(self, false, keywords, negators) {
+                walk.run(self, true, keywords, negators);
             }
             if keywords.len() + negators.len() > limits::MAX_QUERY_OCCURRENCES {
                 // Nothing from this word start on is read.

@@ -3,8 +3,8 @@
 //! A query is normalized exactly like the policy's keywords ([`normalize()`]) and split into
 //! Unicode words (UAX #29 word boundaries, as `unicode-segmentation` computes them; a fast path
 //! gives the same boundaries for ASCII and common Arabic-script text). One automaton over every
-//! keyword and negator of every intent (an Aho-Corasick contiguous NFA, walked anchored: a trie)
-//! is walked from each word start whose first bytes begin some keyword, so an occurrence always
+//! keyword and negator of every intent (a trie laid out as a double array over byte classes,
+//! trie.rs) is walked from each word start, so an occurrence always
 //! starts on a word boundary; `"word"` (and a phrase) must also end on one, `"stem*"` may end
 //! inside a word. ZWNJ matches a space or nothing: a walk that reaches a space standing for ZWNJ
 //! is repeated with every such space read as nothing (each walk reads them all one way). A
@@ -33,8 +33,9 @@
 //! The parts, one file each: `Lexicon` (lexicon.rs) is what a classifier is built from, filled
 //! by the compiler from the checked policy; normalize.rs normalizes text; words.rs finds its
 //! Unicode words; spelling.rs turns a keyword into the texts the automaton holds (which the
-//! checker also uses); automaton.rs holds the needles and walks them; negation.rs numbers
-//! clauses and finds the negator that cancels a hit; quoted.rs finds quoted content;
+//! checker also uses); trie.rs is the automaton; automaton.rs holds the needles and walks
+//! them; negation.rs numbers clauses and finds the negator that cancels a hit; quoted.rs finds
+//! quoted content;
 //! classifier.rs builds the `Classifier` and runs one classification; intent.rs is its result
 //! ([`Intent`], [`Hit`]); names.rs interns the names a result carries.
 
@@ -47,6 +48,7 @@ mod negation;
 mod normalize;
 mod quoted;
 mod spelling;
+mod trie;
 mod words;
 
 pub(crate) use classifier::Classifier;
