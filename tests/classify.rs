@@ -524,6 +524,37 @@ fn a_negator_read_across_many_zwnj_still_negates() {
 }
 
 #[test]
+fn no_needle_begins_at_a_zwnj_before_a_mark() {
+    // After ZWNJ, a mark that Unicode counts as a letter (here the Devanagari vowel sign
+    // U+093E) begins a word at the ZWNJ itself. No keyword, negator or `except` entry is read
+    // from there, even one that begins with that mark.
+    let head = "policy \"m\" version 1\nmode m { }\neffects none\nintents w > r\nfallback r\n";
+    let q = "x\u{200C}\u{093E} delete";
+    let keyword = small(&format!("{head}keywords w {{ hi \"\u{093E}\" }}\n"));
+    let i = keyword.classify("x\u{200C}\u{093E}");
+    assert_eq!((i.name.as_str(), i.fallback, i.hits.len()), ("r", true, 0));
+    let stem = small(&format!("{head}keywords w {{ hi \"\u{093E}*\" }}\n"));
+    let i = stem.classify("x\u{200C}\u{093E}abc");
+    assert_eq!((i.name.as_str(), i.fallback, i.hits.len()), ("r", true, 0));
+    let negator = small(&format!(
+        "{head}keywords w {{ en \"delete\" }}\nnegation before 3 {{ hi \"\u{093E}\" }}\n"
+    ));
+    let i = negator.classify(q);
+    assert_eq!(
+        (i.name.as_str(), hits(&i), dropped(&i)),
+        ("w", vec![("delete", "w")], vec![])
+    );
+    let except = small(&format!(
+        "{head}keywords w {{ en \"delete\" }}\nexcept {{ hi \"\u{093E} delete\" }}\n"
+    ));
+    let i = except.classify(q);
+    assert_eq!(
+        (i.name.as_str(), hits(&i), dropped(&i)),
+        ("w", vec![("delete", "w")], vec![])
+    );
+}
+
+#[test]
 fn zwnj_spaces_are_read_all_spaced_or_all_joined() {
     // Every spacing of "aaaa" is a keyword; the query's spaces all stand for ZWNJ. A walk reads
     // them all as spaces or all as nothing, never a mix: from each of the three starts with

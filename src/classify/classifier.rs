@@ -426,6 +426,11 @@ impl Classifier {
         let bytes = text.as_bytes();
         let zwnj_spaces = &norm.zwnj_spaces[..];
         for (first, &(s, _)) in words.iter().enumerate() {
+            // A word can begin at a space that stands for ZWNJ (one followed by a mark that
+            // Unicode counts as a letter): no needle begins there, as none begins with a space.
+            if bytes.get(s) == Some(&b' ') && zwnj_spaces.binary_search(&s).is_ok() {
+                continue;
+            }
             // Walk the automaton from the word start, reading every space that stands for ZWNJ
             // as a space; if the walk reached one, walk again from the start reading each as
             // nothing.
