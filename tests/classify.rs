@@ -536,22 +536,18 @@ fn no_needle_begins_at_a_zwnj_before_a_mark() {
     let stem = small(&format!("{head}keywords w {{ hi \"\u{093E}*\" }}\n"));
     let i = stem.classify("x\u{200C}\u{093E}abc");
     assert_eq!((i.name.as_str(), i.fallback, i.hits.len()), ("r", true, 0));
-    let negator = small(&format!(
-        "{head}keywords w {{ en \"delete\" }}\nnegation before 3 {{ hi \"\u{093E}\" }}\n"
-    ));
-    let i = negator.classify(q);
-    assert_eq!(
-        (i.name.as_str(), hits(&i), dropped(&i)),
-        ("w", vec![("delete", "w")], vec![])
-    );
-    let except = small(&format!(
-        "{head}keywords w {{ en \"delete\" }}\nexcept {{ hi \"\u{093E} delete\" }}\n"
-    ));
-    let i = except.classify(q);
-    assert_eq!(
-        (i.name.as_str(), hits(&i), dropped(&i)),
-        ("w", vec![("delete", "w")], vec![])
-    );
+    for entry in [
+        "negation before 3 { hi \"\u{093E}\" }",
+        "except { hi \"\u{093E} delete\" }",
+    ] {
+        let p = small(&format!("{head}keywords w {{ en \"delete\" }}\n{entry}\n"));
+        let i = p.classify(q);
+        assert_eq!(
+            (i.name.as_str(), hits(&i), dropped(&i)),
+            ("w", vec![("delete", "w")], vec![]),
+            "{entry}"
+        );
+    }
 }
 
 #[test]
