@@ -80,10 +80,10 @@ fn parallelism() -> usize {
 /// over as the grammar reads them; an unbalanced `}` makes the scan stop cutting.
 pub(super) fn cuts(bytes: &[u8], count: usize) -> Vec<usize> {
     let mut out = Vec::new();
-    // The next cut is the first eligible line start at or after `next_target`, a multiple of
-    // the length over `count`.
-    let share = (bytes.len() / count).max(1);
-    let mut next_target = share;
+    // The next cut is the first eligible line start at or after `next_target`: the rest of the
+    // text shared evenly among the pieces still to make, so a block that runs past one target
+    // does not cost a piece.
+    let mut next_target = (bytes.len() / count).max(1);
     let mut depth = 0usize;
     // Whether the last token read is a `}` that brought the depth to 0.
     let mut closed = false;
@@ -94,7 +94,8 @@ pub(super) fn cuts(bytes: &[u8], count: usize) -> Vec<usize> {
                 i += 1;
                 if closed && depth == 0 && i >= next_target && i < bytes.len() {
                     out.push(i);
-                    next_target = (i / share + 1) * share;
+                    let pieces_left = count.saturating_sub(out.len()).max(1);
+                    next_target = i + ((bytes.len() - i) / pieces_left).max(1);
                 }
                 continue;
             }
