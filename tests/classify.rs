@@ -600,11 +600,7 @@ fn separators_and_hyphens_read_as_their_ascii_forms() {
 #[test]
 fn the_lexicon_negates_wishes_and_nothing() {
     for (q, keyword, negator) in [
-        (
-            "I do not want you to delete invoice 7",
-            "delete",
-            "do not want",
-        ),
+        ("I do not want you to delete invoice 7", "delete", "do not"),
         ("نمی‌خواهم فاکتور را حذف کنم", "حذف", "نمی‌خواهم"),
         ("delete nothing", "delete", "nothing"),
     ] {
@@ -615,12 +611,12 @@ fn the_lexicon_negates_wishes_and_nothing() {
 }
 
 #[test]
-fn negation_reaches_three_words_and_not_a_past_auxiliary_of_the_present() {
+fn negation_reaches_its_window_and_not_a_past_auxiliary_of_the_present() {
     expect_intent(
         "destructive",
         &[
             "Not needed anymore so delete it",
-            "I don't think so just delete it",
+            "Don't worry about any of it and delete it",
             "Não preciso mais disso apague",
             "Ya está cancela el pedido",
             "نمی‌خوام اینو نگه دارم حذفش کن",
