@@ -264,6 +264,43 @@ const ROWS: &[(Kind, &str, &str, &str)] = &[
     ),
     (FarNegation, "ar", "ممنوع حذف فواتير شهر مارس", "read"),
     (FarNegation, "fa", "حذف فاکتورهای ماه قبل ممنوع است", "read"),
+    (
+        FarNegation,
+        "en",
+        "It is forbidden to delete posted invoices.",
+        "read",
+    ),
+    (
+        FarNegation,
+        "en",
+        "Deleting posted invoices isn't allowed.",
+        "read",
+    ),
+    (
+        FarNegation,
+        "es",
+        "Borrar las facturas de marzo está prohibido.",
+        "read",
+    ),
+    (
+        FarNegation,
+        "pt",
+        "Excluir notas fiscais é proibido.",
+        "read",
+    ),
+    (
+        FarNegation,
+        "fr",
+        "Supprimer les factures de mars est interdit.",
+        "read",
+    ),
+    (
+        FarNegation,
+        "de",
+        "Lösche die Rechnungen vom März auf keinen Fall.",
+        "read",
+    ),
+    (FarNegation, "ar", "حذف فواتير شهر مارس ممنوع", "read"),
     // 2. Quoted and embedded content, identifiers.
     (
         Quoted,
