@@ -231,20 +231,21 @@ fn simple_word_ranges(text: &str, words: &mut Vec<(usize, usize)>) -> bool {
 fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
     let blocks = b.len().div_ceil(64);
     let mut next = core_block(b, 0);
-    let mut flags = next.1;
+    let mut controls = next.1.controls;
+    // Whether a word starts with `_` (only such a word may be made of `_` alone).
+    let mut underscore_start = false;
     // The last bit of the previous block's letter-digit mask and word mask.
     let (mut core_top, mut word_top) = (0u64, 0u64);
     // Words are pushed with their start; the first `ended` of them have their end.
     let mut ended = words.len();
     for k in 0..blocks {
-        let (core, infix) = (next.0, next.1.infix);
+        let (core, infix, underscores) = (next.0, next.1.infix, next.1.underscores);
         next = if k + 1 < blocks {
             core_block(b, k + 1)
         } else {
             Default::default()
         };
-        flags.controls |= next.1.controls;
-        flags.underscores |= next.1.underscores;
+        controls |= next.1.controls;
         // A single infix byte between two letters or digits may join them (WB6/7, WB11/12);
         // a space there never does, so only infix bytes are looked at.
         let mut word = core;
@@ -262,6 +263,7 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
         let before = word << 1 | word_top;
         (core_top, word_top) = (core >> 63, word >> 63);
         let mut starts = word & !before;
+        underscore_start |= starts & underscores != 0;
         while starts != 0 {
             words.push((64 * k + starts.trailing_zeros() as usize, b.len()));
             starts &= starts - 1;
@@ -276,15 +278,14 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
             ends &= ends - 1;
         }
     }
-    if flags.controls
+    if controls
         && b.iter()
             .any(|&x| ASCII_CLASS[usize::from(x & 0x7F)] == WordClass::Unknown)
     {
         return false;
     }
-    // A run of only `_` is not a word.
-    if flags.underscores {
-        // (A word of only `_` starts with one: other words are kept without a look.)
+    // A run of only `_` is not a word (and starts with `_`).
+    if underscore_start {
         words.retain(|&(start, end)| b[start] != b'_' || b[start..end].iter().any(|&x| x != b'_'));
     }
     true
@@ -295,8 +296,8 @@ fn ascii_word_ranges(b: &[u8], words: &mut Vec<(usize, usize)>) -> bool {
 struct BlockFlags {
     /// A byte below U+0020, or U+007F.
     controls: bool,
-    /// A `_`.
-    underscores: bool,
+    /// Bit `j` set where byte `j` of the block is `_`.
+    underscores: u64,
     /// Bit `j` set where byte `j` of the block is `.` `'` `:` `,` or `;` (an infix that may
     /// join two letters or digits).
     infix: u64,
@@ -314,7 +315,7 @@ fn core_block(b: &[u8], k: usize) -> (u64, BlockFlags) {
         bits |= m.core << (16 * j);
         infix |= m.infix << (16 * j);
         controls |= m.controls;
-        underscores |= m.underscores;
+        underscores |= m.underscores << (16 * j);
     };
     for (j, chunk) in (&mut chunks).enumerate() {
         add(j, chunk.try_into().unwrap_or([b' '; 16]));
@@ -327,7 +328,7 @@ fn core_block(b: &[u8], k: usize) -> (u64, BlockFlags) {
     }
     let flags = BlockFlags {
         controls: controls != 0,
-        underscores: underscores != 0,
+        underscores,
         infix,
     };
     (bits, flags)
