@@ -81,6 +81,22 @@ const QUERIES: &[(&str, &str)] = &[
         "Do not, under any circumstances, delete the March invoices; instead of exporting \
          \"all_rows.csv\", show me which ones were cancelled and summarize this: \"remove the old vendors\". Thank you so much!",
     ),
+    // One construct each, as a user writes it: a prohibition, a quotation, an "instead of".
+    (
+        "en_negated_200",
+        "Please don't delete anything yet; just list the invoices from March that are still \
+         unpaid and show me their totals and due dates, sorted by vendor name, so I can review them later today, thanks.",
+    ),
+    (
+        "en_quoted_200",
+        "Can you summarize this email from our supplier for me: \"Hi team, please remove the old \
+         vendors from the list before Friday and send us the updated file.\" Thanks a lot, it really helps us all!",
+    ),
+    (
+        "en_instead_200",
+        "Instead of deleting the duplicate invoices from last quarter, could you please export them \
+         to a spreadsheet and mark them as duplicates so that the accounting team can check them all next week?",
+    ),
     (
         "fa_200",
         "لطفاً فاکتورهای ماه گذشته را با صورت‌حساب بانک مقایسه کن و اگر مغایرتی دیدی یک گزارش کوتاه برای من بفرست، ممنون",
