@@ -538,10 +538,26 @@ fn guard_and_offer_write_an_audit_log_and_advisory_allows_but_marks() {
         ],
         "{text}"
     );
+    assert_eq!(
+        text.lines().nth(1),
+        Some("enforcement: advisory (what enforcement would deny is allowed and marked)"),
+        "{text}"
+    );
     args.push("--json");
     let v: Value = serde_json::from_str(&stdout(&run(&args))).expect("json");
+    assert_eq!(v["enforcement"], json!("advisory"));
     assert_eq!(v["decisions"][0]["would_be"], json!("deny"));
     assert_eq!(v["decisions"][1].get("would_be"), None);
+    // Without `--advisory` the output names no enforcement: it is the default.
+    let enforced = run(&[
+        "offer",
+        "-p",
+        "policies/finance.warden",
+        "--json",
+        "get_invoice",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&enforced)).expect("json");
+    assert_eq!(v.get("enforcement"), None);
     // `--advisory` without `--audit` is a usage error: advisory mode must leave a trace.
     let o = run(&["offer", "-p", "policies/finance.warden", "--advisory"]);
     assert_eq!(o.status.code(), Some(2));

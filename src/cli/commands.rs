@@ -325,17 +325,24 @@ pub(crate) fn offer(
                 v
             })
             .collect();
-        let out = json!({
+        let mut out = json!({
             "mode": mode,
             "intent": intent,
             "offered": offer.visible().collect::<Vec<_>>(),
             "decisions": decisions,
         });
+        if log.advisory {
+            // As the audit records say it: nothing is blocked, even where nothing would be.
+            out["enforcement"] = json!("advisory");
+        }
         println!("{}", pretty(&out));
         return Ok(0);
     }
     let query = req.query.as_deref().unwrap_or("");
     println!("mode: {mode}");
+    if log.advisory {
+        println!("enforcement: advisory (what enforcement would deny is allowed and marked)");
+    }
     print_intent(&intent, query);
     println!();
     let width = offer
